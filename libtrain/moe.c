@@ -36,11 +36,10 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
         p[8] = zt_carve_take(cv, R * 2 * I, 0);
         p[9] = zt_carve_take(cv, R * I, 0);
     }
-    /* (b16 without expert parallelism: the experts' outputs in bf16, yp16) */
-    uint16_t *yp16 = NULL;
+    /* (b16 without expert parallelism: the experts' outputs not kept, the
+     * forward's bf16 scratch in the backward's dxp, outputs32) */
     float *yp = NULL;
-    if (s->b16 && s->P <= 1) yp16 = zt_carve_take16(cv, NK * C);
-    else yp = zt_carve_take(cv, NK * C, 0);
+    if (!(s->b16 && s->P <= 1)) yp = zt_carve_take(cv, NK * C, 0);
     float *xr = NULL, *yr = yp;
     if (s->P > 1) {
         xr = zt_carve_take(cv, R * C, 0);
@@ -52,7 +51,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->off = (int *)(void *)p[10];
     a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
-    a->gup16 = gup16; a->hp16 = hp16; a->yp16 = yp16;
+    a->gup16 = gup16; a->hp16 = hp16;
     a->ex16 = s->b16 && s->ex16 && s->P > 1;
     a->xs = s->P > 1 ? x->xs : NULL;
     a->gperm = s->P > 1 ? x->gperm : NULL;
@@ -344,11 +343,16 @@ static int exchange_rows(const zt_moe_host *h, const zt_backend *be, const float
 /* A's bf16 rows in the bytes of the fp32 scratch p (ex16), else NULL */
 static uint16_t *rows16(const zt_moe_acts *a, float *p) { return a->ex16 ? (uint16_t *)(void *)p : NULL; }
 
-/* The experts' outputs [NK, C] in fp32: a->yp, or yp16 widened into dyp */
+/* b16 without expert parallelism: the experts' outputs not kept (moe.h
+ * zt_moe_acts yp), written in bf16 into dxp's bytes by the forward */
+static int outputs16(const zt_moe_acts *a) { return a->gup16 && !a->yp; }
+
+/* The forward's experts' outputs [NK, C] in fp32: a->yp, or (outputs16)
+ * the bf16 outputs in dxp's bytes widened into dyp, free in a forward */
 static const float *outputs32(const zt_backend *be, const zt_moe_acts *a, const zt_moe_grad *g,
                               size_t n) {
-    if (!a->yp16) return a->yp;
-    be->from_bf16(g->dyp, a->yp16, n);
+    if (!outputs16(a)) return a->yp;
+    be->from_bf16(g->dyp, (const uint16_t *)(const void *)g->dxp, n);
     return g->dyp;
 }
 
@@ -418,11 +422,13 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
             o += (size_t)c;
         }
         if (o) be->swiglu_fwd16(a->hp16, a->gup16, g->dgup, g->dhp, (int)o, I);
-        /* (each output rounded once: into yp16, or with expert
-         * parallelism into dyr's bytes, widened into yr after, the values
-         * every layout sends back; dyp / dxr the cpu backends' staging) */
-        uint16_t *y16 = a->yp16 ? a->yp16 : (uint16_t *)(void *)g->dyr;
-        float *ytmp = a->yp16 ? g->dyp : g->dxr;
+        /* (each output rounded once: into dxp's bytes (outputs16), or
+         * with expert parallelism into dyr's, widened into yr after, the
+         * values every layout sends back; dyp / dxr the cpu backends'
+         * staging) */
+        const int o16 = outputs16(a);
+        uint16_t *y16 = (uint16_t *)(void *)(o16 ? g->dxp : g->dyr);
+        float *ytmp = o16 ? g->dyp : g->dxr;
         o = 0;
         if (grp) {
             be->matmul_grouped_o16(y16, NULL, a->hp16, w->down16, nl, El, I, C);
@@ -436,7 +442,7 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
                                W16(down16, dn), NULL, c, I, C);
             o += (size_t)c;
         }
-        if (!a->yp16 && o) be->from_bf16(a->yr, y16, o * (size_t)C);
+        if (!o16 && o) be->from_bf16(a->yr, y16, o * (size_t)C);
     }
     for (int l = 0; l < El && !a->gup16; ++l) {
         const int c = nl[l];
@@ -461,6 +467,46 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     return ZT_OK;
 }
 
+/* outputs16's down projection backward (the outputs yp = W_e hp not
+ * kept): with g_i = W_e^T dy[row_i], dy[row_i] . yp_i = g_i . hp_i, so
+ * the input-gradient GEMMs run on the unweighted rows dy[row_i] (in dyp),
+ * d wsel_i = g_i . hp_i (hp16 widened into dgup, free until SwiGLU's
+ * backward), dhp_i = wsel_i g_i; the weight gradients' GEMMs on the
+ * weighted rows wsel_i dy[row_i] (gathered again into dyp), as the fp32
+ * path's.  Each bf16 GEMM rounds its own dout: the input gradients round
+ * dy[row_i], the weight gradients wsel_i dy[row_i]. */
+static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_moe_w *w,
+                       zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g, const float *dy, int N,
+                       const int *nl) {
+    const int C = s->C, I = s->I, NK = N * s->K, El = s->E;   /* (no expert parallelism) */
+    size_t o = 0;
+    for (int l = 0; l < El; ++l) {   /* g [NK, I] into dhp */
+        const int c = nl[l];
+        if (c == 0) continue;
+        const size_t dn = (size_t)l * C * I;
+        be->matmul_bwd_a16(g->dhp + o * I, NULL, NULL, g->dyp + o * C, a->hp16 + o * I, W(down, dn),
+                           W16(down16, dn), c, I, C);
+        o += (size_t)c;
+    }
+    be->from_bf16(g->dgup, a->hp16, (size_t)NK * I);
+    be->rows_dot(g->dwsel, g->dhp, NULL, g->dgup, NK, I);
+    be->rows_gather(g->dhp, g->dhp, NULL, a->wsel, NK, I);   /* (in place: row i from row i) */
+    be->zero(g->dwts, (size_t)NK * sizeof(float));
+    be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
+    if (!gw->down) return o;   /* (a frozen base, LoRA) */
+    be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
+    o = 0;
+    for (int l = 0; l < El; ++l) {
+        const int c = nl[l];
+        if (c == 0) continue;
+        const size_t dn = (size_t)l * C * I;
+        be->matmul_bwd_a16(NULL, gw->down + dn, NULL, g->dyp + o * C, a->hp16 + o * I, W(down, dn),
+                           W16(down16, dn), c, I, C);
+        o += (size_t)c;
+    }
+    return o;
+}
+
 int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const zt_moe_w *w, zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g,
                     const float *x, const float *dy, const float *dprobs, int N, zt_status *st) {
@@ -469,13 +515,16 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     ZT_TRY(route_groups(s, be, h, a, N, 0, st));   /* the forward's counts again */
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
-    /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
-    /* (bf16 outputs widened into dyp, which the next gather overwrites) */
-    be->rows_dot(g->dwsel, dy, a->rows, outputs32(be, a, g, (size_t)NK * C), NK, C);
-    be->zero(g->dwts, (size_t)NK * sizeof(float));
-    be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
-    /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks */
-    be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
+    const int o16 = outputs16(a);
+    if (!o16) {
+        /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
+        be->rows_dot(g->dwsel, dy, a->rows, a->yp, NK, C);
+        be->zero(g->dwts, (size_t)NK * sizeof(float));
+        be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
+    }
+    /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks
+     * (outputs16: the unweighted dy[row_i] first, moe_down_bwd16) */
+    be->rows_gather(g->dyp, dy, a->rows, o16 ? NULL : a->wsel, NK, C);
     /* (without expert parallelism the routed inputs are the blocks' shared
      * rows, zt_moe_carve_shared: gathered again, the forward's values) */
     if (P <= 1) be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
@@ -494,7 +543,8 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     if (a->gup16) {
         /* (bf16: the down GEMMs' backward reading hp16, SwiGLU's over every
          * row at once reading gup16, then gate|up's) */
-        for (int l = 0; l < El; ++l) {
+        if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl);   /* (o: the rows) */
+        for (int l = 0; l < El && !o16; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t dn = (size_t)l * C * I;

@@ -89,12 +89,12 @@ typedef struct zt_moe_acts {
      * the dense blocks' policy (docs/precision.md) */
     uint16_t *gup16, *hp16;
     /* b16: each expert's down GEMM writes its output rounded once
-     * (matmul_fwd_o16; autocast's bf16 expert outputs); without expert
-     * parallelism kept so, [NK, C] in bf16 instead of yp (yp, yr NULL),
-     * widened into the backward's dyp for the weighted sum and for the
-     * routing weights' gradient; with it widened into yr (the exchanges'
-     * fp32 rows): the same values */
-    uint16_t *yp16;
+     * (matmul_fwd_o16; autocast's bf16 expert outputs).  Without expert
+     * parallelism not kept (yp, yr NULL): written in bf16 into the
+     * backward's dxp (free in a forward), widened into its dyp for the
+     * weighted sum; the backward's routing-weight gradient needs no outputs
+     * (dy_i . W hp_i = (W^T dy_i) . hp_i, moe.c down_bwd16).  With it
+     * widened into yr (the exchanges' fp32 rows): the same values */
     /* b16 with expert parallelism (zt_moe_shape ex16; config.h
      * ZT_W16_EP16): the routed inputs, the experts' outputs and their
      * gradients exchanged in bf16, half the bytes, the same values (every

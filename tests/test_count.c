@@ -2941,8 +2941,10 @@ static void branch16(void) {
  * not bitwise), and per step and MoE block (P forwards: 2 checkpointed,
  * every block recomputed) the entries moe.c calls: moe_route_fwd and
  * moe_permute (k_moe_count, k_moe_offsets, k_moe_fill) P, rows_gather 2 P
- * (x's routed rows, the weights) + 2 (dy's rows, the routed rows gathered
- * again), rows_scatter P + 2 (the output; dwts, dx), rows_dot,
+ * (x's routed rows, the weights) + 4 (dy's rows unweighted for the down
+ * GEMMs' input gradients, the routed rows gathered again, the rows' scale
+ * wsel_i g_i, dy's rows weighted for the down weights' gradients: moe.c
+ * down_bwd16, the bf16 experts' outputs not kept), rows_scatter P + 2 (the output; dwts, dx), rows_dot,
  * moe_route_bwd, swiglu_bwd16 1, swiglu_fwd16 P (one over every routed
  * row), moe_regroup none (no expert parallelism); a shared expert (llama.c
  * moe_fwd / moe_bwd, fp32) adds per block swiglu_fwd, sigmoid_fwd and
@@ -3003,11 +3005,11 @@ static void moe_counted(void) {
                "moe_regroup (4 steps x %d blocks x %ld forwards)",
                what, t.calls[ZT_CE_moe_route_fwd], t.calls[ZT_CE_moe_permute], perm,
                t.calls[ZT_CE_moe_route_bwd], t.calls[ZT_CE_moe_regroup], s.L, P);
-        tap_ok(t.calls[ZT_CE_rows_gather] == n * (2 * P + 2 + sh1) &&
+        tap_ok(t.calls[ZT_CE_rows_gather] == n * (2 * P + 4 + sh1) &&
                    t.calls[ZT_CE_rows_scatter] == n * (P + 2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * (1 + sh1) &&
-                   g_w16_moek.gather == n * (2 * P + 2 + sh1),
-               "%s: %ld rows_gather (the backward's 2: dy's rows and the routed rows again), %ld "
-               "rows_scatter, %ld rows_dot",
+                   g_w16_moek.gather == n * (2 * P + 4 + sh1),
+               "%s: %ld rows_gather (the backward's 4: dy's rows unweighted and weighted, the routed "
+               "rows again, the rows' scale), %ld rows_scatter, %ld rows_dot",
                what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_dot]);
         /* (the shared expert's SwiGLU in bf16 too: its slot holds sparse
          * blocks alone, no LoRA; llama.c moe_fwd) */
@@ -3057,7 +3059,7 @@ static void moe_counted(void) {
             /* (the experts' gate|up and down GEMMs: one matmul_grouped_o16
              * each a forward, the q|k|v's matmul_fwd_o16 a forward; over
              * the table without the grouped entry K gate|up's and K
-             * down's matmul_fwd_o16 more a forward (moe.h yp16), the same
+             * down's matmul_fwd_o16 more a forward, the same
              * losses and gradient norms bitwise, the same GEMM FLOPs, and
              * at least 2 (K - 1) launches fewer a forward of a block (K =
              * the experts with rows: each block's 2 K per-expert GEMMs,

@@ -2578,6 +2578,16 @@ static void test_moe(int N, int E, int K, int C) {
         snprintf(name, sizeof name, "rows_dot (%s) %s", what, tag);
         cmpd(name, dot_d, dot, (size_t)m, 1e-5, 1e-6);
     }
+    /* the row scale in place (rows NULL, w; out = x: moe.c down_bwd16) */
+    memcpy(out, xs, (size_t)n * C * 4);
+    gpu->to_device(out_d, xs, (size_t)n * C * 4);
+    cpu->rows_gather(out, out, NULL, w, n, C);
+    gpu->rows_gather(out_d, out_d, NULL, w_d, n, C);
+    snprintf(name, sizeof name, "rows_gather (rows NULL, w, in place) %s", tag);
+    cmpd(name, out_d, out, (size_t)n * C, 0, 0);
+    size_t ip = 0;   /* the CPU's in place = w[i] x[i] */
+    while (ip < (size_t)n * C && out[ip] == w[ip / (size_t)C] * xs[ip]) ++ip;
+    tap_ok(ip == (size_t)n * C, "rows_gather (rows NULL, w, in place) on the CPU = w[i] x[i] %s", tag);
     free(rows); free(x); free(xs); free(w); free(y); free(out); free(dot);
     gpu->free(rows_d); gpu->free(x_d); gpu->free(xs_d); gpu->free(w_d); gpu->free(y_d);
     gpu->free(out_d); gpu->free(dot_d);
