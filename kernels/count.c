@@ -53,7 +53,7 @@ enum {
     K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
-    K_GEMM_GROUPED, K_N
+    K_GEMM_GROUPED, K_GROUPED_PTRS, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -171,6 +171,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SIGMOID_FWD] = {"k_sigmoid_fwd", ZT_CC_STREAM},
     [K_SIGMOID_BWD] = {"k_sigmoid_bwd", ZT_CC_STREAM},
     [K_GEMM_GROUPED] = {"cublasGemmGroupedBatchedEx bf16", ZT_CC_GEMM_BF16},
+    [K_GROUPED_PTRS] = {"k_grouped_ptrs", ZT_CC_SCATTER},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -1787,8 +1788,9 @@ static void c_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, cons
 }
 /* matmul_grouped_o16 (cuda_matmul.cu, bf16 mode): the fp32 input rounded
  * once (k_round_bf16 over every row: f read, h written), the A, B, C
- * pointer arrays uploaded (one cudaMemcpyAsync H2D of 3 G' pointers, G'
- * the blocks with rows), then one cublasGemmGroupedBatchedEx: 2 n OC C
+ * pointer arrays written on the device (k_grouped_ptrs, one thread: a
+ * launch a 256 blocks with rows, 3 pointers a block written; G' the
+ * blocks with rows), then one cublasGemmGroupedBatchedEx: 2 n OC C
  * FLOPs a block, its weight (OC C h) and input (n C h) read and output
  * (n OC h) written.  No blocks with rows: nothing.  (fp32 mode: cuda
  * records an error and computes nothing.) */
@@ -1807,7 +1809,8 @@ static void c_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16
     }
     if (gn == 0) return;
     if (!inp16 || !x16_of(inp16)) rec(K_ROUND_BF16, 0, rows * D(C) * (F + H));
-    rec(K_H2D, 0, 3 * gn * sizeof(void *));
+    for (double q = 0; q < gn; q += 256)
+        rec(K_GROUPED_PTRS, 0, 3 * (gn - q < 256 ? gn - q : 256) * sizeof(void *));
     rec(K_GEMM_GROUPED, fl, by);
 }
 static void c_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {

@@ -1464,6 +1464,13 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     if (report >= 0) memory_report(ctx, "end of training");
     else log_memory(ctx);
     log_comm(ctx);
+    if (c->model.n_experts > 0 && strcmp(ctx->be->name, "cuda") == 0 && zt_acts16_of(c, 1)) {
+        /* (the experts' forward GEMMs: grouped, or the per-expert loop
+         * after cuBLAS refused the grouped call, and why) */
+        char why[200];
+        zt_cuda_grouped_report(why, sizeof why);
+        zt_log(ctx, ZT_LOG_INFO, "MoE experts' forward GEMMs: %s", why);
+    }
     tb_flush(ctx);
     zt_ctx_fence(ctx);   /* the caller may write the state now */
     return ZT_OK;

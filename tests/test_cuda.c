@@ -4187,6 +4187,11 @@ int main(void) {
         test_grouped(n1, 1, 13, 9);          /* G = 1 */
         test_grouped(n0, 2, 13, 9);          /* no rows: nothing */
         test_grouped(nq, 4, 96, 80);         /* a leading empty block, wider */
+        /* (more than the 256 blocks with rows one k_grouped_ptrs launch
+         * writes: 600 blocks, every third empty, 400 with 1-3 rows) */
+        static int nm[600];
+        for (int g = 0; g < 600; ++g) nm[g] = g % 3 == 1 ? 0 : 1 + g % 3;
+        test_grouped(nm, 600, 8, 5);
     }
     test_moe(37, 7, 3, 13);              /* E not a power of two, odd sizes */
     test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */

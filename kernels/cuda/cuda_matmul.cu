@@ -896,7 +896,9 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
  * cublasGemmGroupedBatchedEx (bf16 A, B, C, fp32 compute, a group of one
  * each: m OC, n n_g, k C).  Scratch (zt_cuda_ws_matmul_grouped): the fp32
  * input rounded to bf16 once (k_round_bf16 over every row), then the A,
- * B, C pointer arrays, uploaded with cudaMemcpyAsync on the stream.  Where
+ * B, C pointer arrays, written on the device by k_grouped_ptrs from the
+ * row counts passed by value (no host memory the stream reads later: a
+ * cudaMemcpyAsync from pageable memory may wait for the stream).  Where
  * cuBLAS refuses (any status but SUCCESS: a cuBLAS before 12.5, a type or
  * shape it does not take), the per-block matmul_fwd_o16 loop, then and for
  * the rest of the run (g_grp_off; zt_cuda_grouped_report says why). */
@@ -911,6 +913,31 @@ extern "C" int zt_cuda_grouped_report(char *buf, size_t n) {
 extern "C" void zt_cuda_grouped_for_test(int on) {
     g_grp_off = !on;
     snprintf(g_grp_why, sizeof g_grp_why, "a GEMM an expert (zt_cuda_grouped_for_test(0))");
+}
+
+/* k_grouped_ptrs's by-value arguments: up to ZT_GRP_CHUNK blocks with
+ * rows, each its expert g and its row count n (2 KiB, inside the 4 KiB of
+ * kernel parameters every architecture takes) */
+#define ZT_GRP_CHUNK 256
+struct zt_grp_args {
+    const bf16_t *w, *x;
+    bf16_t *out;
+    int C, OC, gn;
+    int g[ZT_GRP_CHUNK], n[ZT_GRP_CHUNK];
+};
+
+/* the grouped GEMM's pointer arrays for a.gn blocks whose first row is
+ * o0: pa[q] = w + g_q OC C, pb[q] = x + o_q C, pc[q] = out + o_q OC (one
+ * thread: a.gn <= 256 stores each) */
+__global__ void k_grouped_ptrs(const void **pa, const void **pb, void **pc, zt_grp_args a, size_t o0) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    size_t o = o0;
+    for (int q = 0; q < a.gn; ++q) {
+        pa[q] = a.w + (size_t)a.g[q] * a.OC * a.C;
+        pb[q] = a.x + o * a.C;
+        pc[q] = a.out + o * a.OC;
+        o += (size_t)a.n[q];
+    }
 }
 
 static void grouped_loop(uint16_t *out16, const float *inp, const uint16_t *inp16, const uint16_t *w16,
@@ -952,12 +979,11 @@ void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_
         x = (const bf16_t *)s;
         off = zt_al256(rows * C * 2);
     }
-    const void **ptr = (const void **)malloc(3 * (size_t)gn * sizeof(void *));
     int *iv = (int *)malloc(6 * (size_t)gn * sizeof(int));
     float *sc = (float *)malloc(2 * (size_t)gn * sizeof(float));
     cublasOperation_t *op = (cublasOperation_t *)malloc(2 * (size_t)gn * sizeof(cublasOperation_t));
-    if (!ptr || !iv || !sc || !op) {
-        free(ptr), free(iv), free(sc), free(op);
+    if (!iv || !sc || !op) {
+        free(iv), free(sc), free(op);
         zt_cuda_fail(__FILE__, __LINE__, "matmul_grouped_o16", "out of host memory for the GEMMs' arguments",
                      "nothing computed");
         return;
@@ -966,28 +992,35 @@ void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_
      * below: all 1; alpha 1, beta 0; A T, B N) */
     int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *ld_c = iv + 3 * gn, *ld_k = iv + 4 * gn,
         *one = iv + 5 * gn;
-    size_t o = 0;
-    int q = 0;
-    for (int g = 0; g < G; ++g) {
+    void **dptr = (void **)(s + off);
+    /* (the pointers: ZT_GRP_CHUNK blocks with rows a k_grouped_ptrs
+     * launch, their experts and row counts its by-value arguments) */
+    zt_grp_args ga;
+    ga.w = (const bf16_t *)w16, ga.x = x, ga.out = (bf16_t *)out16, ga.C = C, ga.OC = OC, ga.gn = 0;
+    bool up = true;
+    size_t o = 0, o0 = 0;
+    int q = 0, q0 = 0;
+    for (int g = 0; g < G && up; ++g) {
         if (n[g] <= 0) continue;
-        ptr[q] = w16 + (size_t)g * OC * C;
-        ptr[gn + q] = x + o * C;
-        ptr[2 * gn + q] = out16 + o * OC;
+        ga.g[ga.gn] = g, ga.n[ga.gn] = n[g], ++ga.gn;
         m_[q] = OC, n_[q] = n[g], k_[q] = C, ld_c[q] = OC, ld_k[q] = C, one[q] = 1;
         sc[q] = 1.0f, sc[gn + q] = 0.0f;
         op[q] = CUBLAS_OP_T, op[gn + q] = CUBLAS_OP_N;
         o += (size_t)n[g];
         ++q;
+        if (ga.gn == ZT_GRP_CHUNK || q == gn) {
+            k_grouped_ptrs<<<1, 1, 0, zt_cu.stream>>>((const void **)dptr + q0, (const void **)dptr + gn + q0,
+                                                      dptr + 2 * gn + q0, ga, o0);
+            up = ZT_LAUNCHED("k_grouped_ptrs");
+            q0 = q, o0 = o, ga.gn = 0;
+        }
     }
-    void **dptr = (void **)(s + off);
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-    const bool up = ZT_CU(cudaMemcpyAsync(dptr, ptr, 3 * (size_t)gn * sizeof(void *), cudaMemcpyHostToDevice,
-                                          zt_cu.stream));
     if (up)
         st = cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)dptr,
                                         CUDA_R_16BF, ld_k, (const void *const *)(dptr + gn), CUDA_R_16BF, ld_k,
                                         sc + gn, dptr + 2 * gn, CUDA_R_16BF, ld_c, gn, one, CUBLAS_COMPUTE_32F);
-    free(ptr), free(iv), free(sc), free(op);
+    free(iv), free(sc), free(op);
     if (!up) return;
     if (st != CUBLAS_STATUS_SUCCESS) {
         g_grp_off = 1;
