@@ -1026,6 +1026,13 @@ typedef struct zt_backend {
      * matmul_fwd_o16 loop for the rest of the run, reported once. */
     void (*matmul_grouped_o16)(uint16_t *out16, const float *inp, const uint16_t *inp16,
                                const uint16_t *w16, const int *n, int G, int C, int OC);
+    /* ---- the Mixture of Experts' bf16 row gather (optional: NULL when the
+     * backend has none, libtrain then keeps the MoE blocks' norm output
+     * and routed rows in fp32) ----
+     * rows_gather16: out[i, :] = x[rows[i], :] (rows NULL: row i itself),
+     * i < n, bf16 bits copied (no arithmetic): rows_gather's bf16 form
+     * without the weight. */
+    void (*rows_gather16)(uint16_t *out, const uint16_t *x, const int *rows, int n, int C);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -53,7 +53,7 @@ enum {
     K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
-    K_GEMM_GROUPED, K_GROUPED_PTRS, K_N
+    K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -162,6 +162,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_MOE_ROUTE_FWD] = {"k_moe_route_fwd", ZT_CC_SCATTER},
     [K_MOE_ROUTE_BWD] = {"k_moe_route_bwd", ZT_CC_SCATTER},
     [K_ROWS_GATHER] = {"k_rows_gather", ZT_CC_STREAM},
+    [K_ROWS_GATHER16] = {"k_rows_gather16", ZT_CC_STREAM},
     [K_ROWS_SCATTER] = {"k_rows_scatter", ZT_CC_SCATTER},
     [K_ROWS_DOT] = {"k_rows_dot", ZT_CC_SCATTER},
     [K_MOE_COUNT] = {"k_moe_count", ZT_CC_SCATTER},
@@ -2269,6 +2270,14 @@ static void c_rows_gather(float *out, const float *x, const int *rows, const flo
     rec(K_ROWS_GATHER, w ? D(n) * C : 0,
         2 * D(n) * C * F + (rows ? D(n) * 4 : 0) + (w ? D(n) * F : 0));
 }
+/* k_rows_gather16, grid-stride over n C: reads rows n i (when given) and
+ * the n gathered rows of x n C h, writes out n C h; no FLOPs */
+static void c_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C) {
+    call(ZT_CE_rows_gather16);
+    if (g_inner) g_inner->rows_gather16(out, x, rows, n, C);
+    if (n <= 0 || C <= 0) return;
+    rec(K_ROWS_GATHER16, 0, 2 * D(n) * C * H + (rows ? D(n) * 4 : 0));
+}
 /* k_rows_scatter, a thread a column (C threads), the n rows in order:
  * reads rows n i, w n f (when given), x n C f, and y's n row updates read
  * and written each time (rows repeat: each a read-modify-write of global
@@ -2502,6 +2511,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->qknorm_rope_bwd16) t->qknorm_rope_bwd16 = c_qknorm_rope_bwd16;
     if (!inner || inner->matmul_bwd_acc16) t->matmul_bwd_acc16 = c_matmul_bwd_acc16;
     if (!inner || inner->matmul_grouped_o16) t->matmul_grouped_o16 = c_matmul_grouped_o16;
+    if (!inner || inner->rows_gather16) t->rows_gather16 = c_rows_gather16;
     /* (Mixture of Experts: where the inner table has them, every one) */
     if (!inner || (inner->moe_route_fwd && inner->moe_route_bwd && inner->rows_gather &&
                    inner->rows_scatter && inner->rows_dot && inner->moe_permute &&

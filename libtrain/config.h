@@ -336,7 +336,15 @@ typedef struct zt_model_config {
  *                   expert parallelism, the routed inputs, the experts'
  *                   outputs and their gradients exchanged in bf16 (moe.h
  *                   ex16): half the bytes of three of the four all-to-alls,
- *                   the same values (bitwise: tests/moe_ep.sh) */
+ *                   the same values (bitwise: tests/moe_ep.sh)
+ *   ZT_W16_MX16     ZT_TEST_NO_MX16: with ZT_W16_MOE16's bf16 experts, every
+ *                   block sparse, no LoRA and no expert parallelism, the
+ *                   sparse blocks' MLP norm output kept in bf16 (xn216, the
+ *                   dense blocks' policy) and the routed rows gathered in
+ *                   bf16 (backend.h rows_gather16; moe.h x16): the router's,
+ *                   the experts' gate|up and the shared expert's GEMMs read
+ *                   them as bf16 inputs.  The same values (each rounded x
+ *                   to bf16 before; bitwise: tests/test_count.c) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -373,6 +381,7 @@ typedef struct zt_model_config {
 #define ZT_W16_LO16       (UINT64_C(1) << 32)
 #define ZT_W16_MOE16      (UINT64_C(1) << 33)
 #define ZT_W16_EP16       (UINT64_C(1) << 34)
+#define ZT_W16_MX16       (UINT64_C(1) << 35)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

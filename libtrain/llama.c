@@ -355,7 +355,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
-    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep, 0, 0};
+    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep, 0, 0, 0};
     if (s.E) {
         m->aux_cnt = calloc((size_t)s.E, sizeof(double));
         m->aux_psum = calloc((size_t)s.E, sizeof(double));
@@ -370,6 +370,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     if (!zt_acts16_ok(be) || !zt_l16_ok(be)) m->cfg.acts16 = 0;
     /* the bf16-output paths, decided once (model.h; precision.h zt_out16_of) */
     zt_w16_keep_if(&m->cfg, ZT_W16_O16, zt_o16_ok(be));
+    /* (the MoE blocks' bf16 input and routed rows: the bf16 row gather) */
+    zt_w16_keep_if(&m->cfg, ZT_W16_MX16, be->rows_gather16 != NULL);
     zt_w16_keep_if(&m->cfg, ZT_W16_N16, zt_n16_ok(be));
     zt_w16_keep_if(&m->cfg, ZT_W16_R16, zt_r16_ok(be));
     zt_w16_keep_if(&m->cfg, ZT_W16_AO16, zt_ao16_ok(be));
@@ -618,6 +620,14 @@ static int llama_sp16(const zt_model_config *mc) {
 
 /* Carve the activation block (gpt.c's scheme; base == NULL: sizes only).
  * Every array is rounded up to 16 elements. */
+/* (config.h ZT_W16_MX16: with the bf16 experts (moe.h b16), every block
+ * sparse, no LoRA, no expert parallelism: the MoE blocks' input and routed
+ * rows in bf16, moe.h x16) */
+static int llama_mx16(const zt_model_config *mc, const shape *sh) {
+    return sh->E && sh->Ls == sh->L && sh->ep <= 1 && mc->lora_r <= 0 &&
+           zt_w16_on(mc, ZT_W16_MX16);
+}
+
 static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int ckpt,
                       zt_llama_acts *a, float *base) {
     const shape sh = shape_of(mc);
@@ -652,8 +662,14 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     cv.off = zt_acts_carve_res(a->res, base, cv.off, training, L, k, N * C);
     zt_moe_acts mx;   /* (expert parallelism: the MoE blocks' shared rows) */
     memset(&mx, 0, sizeof mx);
+    /* (mx16: every block sparse, the bf16 experts (b16), no LoRA, no expert
+     * parallelism: the sparse slots keep the MLP norm's output in bf16
+     * (xn216) and the routed rows are bf16 (moe.h x16); config.h
+     * ZT_W16_MX16) */
+    const int b16 = a16 && zt_w16_on(mc, ZT_W16_O16);
+    const int mx16 = b16 && llama_mx16(mc, &sh);
     if (sh.E) {
-        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0};
+        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16, 0, mx16};
         zt_moe_carve_shared(&cv, &mx, &ms, N, base);
     }
     for (size_t s = 0; s < slots; ++s) {
@@ -691,7 +707,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
          * bf16, g16: its gate|up GEMM writing them rounded, moe_fwd) */
         const int m16 = a16 && !sp_any;
         const int g16 = m16 || (a16 && sp_all && Hs && mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_O16));
-        if (m16) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
+        if (m16 || (mx16 && sp_all)) TAKE16(la->xn216, N * C); else TAKE(la->xn2, N * C);
         TAKES(la->rstd2, N);
         if (g16) TAKE16(la->gu16, N * 2 * Hs); else TAKE(la->gu, N * 2 * Hs);
         if (g16) TAKE16(la->h16, N * Hs); else TAKE(la->h, N * Hs);
@@ -702,10 +718,10 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         if (sp_any) {
             /* (b16: the experts' gate|up and SwiGLU output in bf16, moe.h) */
             /* (ex16: its row exchanges in bf16, moe.h; ZT_W16_EP16) */
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep,
-                                     a16 && zt_w16_on(mc, ZT_W16_O16),
-                                     zt_w16_on(mc, ZT_W16_EP16)};
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16,
+                                     zt_w16_on(mc, ZT_W16_EP16), mx16};
             zt_moe_carve(&cv, &la->moe, &ms, N, base, &mx);
+            if (base) la->moe.x16 = la->xn216;
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
         zt_carve_lora_keep(&cv, la->lora_h, mc, N, training);
@@ -742,7 +758,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (the experts' backward scratch: only moe_bwd uses it) */
         size_t moe_ri = 0, moe_nkc = 0;   /* (its [R, I] and [N K, C] floats) */
         if (sh.E) {
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0};
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0, 0};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
             TAKES(a->moe_dp, (size_t)sh.E);
             TAKES(a->dsg, N); TAKES(a->dsgl, N);
@@ -1014,8 +1030,8 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
         /* (bf16, no LoRA: the shared expert's gate|up rounded once by its
          * GEMM, SwiGLU reading and writing bf16, down reading it; dgu and
          * dh the cpu backends' fp32 staging, free in a forward) */
-        be->matmul_fwd_o16(s->gu16, a->dgu, s->xn2, NULL, w->guw, LW16(m, w, T_GATEW), NULL, N, C,
-                           2 * H);
+        be->matmul_fwd_o16(s->gu16, a->dgu, s->xn216 ? NULL : s->xn2, s->xn216, w->guw,
+                           LW16(m, w, T_GATEW), NULL, N, C, 2 * H);
         be->swiglu_fwd16(s->h16, s->gu16, a->dgu, a->dh, N, H);
         be->matmul_fwd_a16(s->so, s->h16, w->downw, LW16(m, w, T_DOWNW), NULL, N, H, C);
     } else if (H) {   /* (LoRA: the shared expert's gate|up and down, Qwen2-MoE) */
@@ -1026,7 +1042,7 @@ static int moe_fwd(zt_llama *m, zt_llama_acts *a, struct zt_llama_layer_acts *s,
         zt_skel_lora_fwd(&m->sk, LG_DOWN, s->h, s->so, N, &a->lora);
     }
     if (H) {
-        zt_mm_fwd(be, s->sgl, s->xn2, w->shgate, LW16(m, w, T_SHGATE), NULL, N, C, 1);
+        zt_mm_fwd_x(be, s->sgl, s->xn2, s->xn216, w->shgate, LW16(m, w, T_SHGATE), NULL, N, C, 1);
         be->sigmoid_fwd(s->sg, s->sgl, (size_t)N);
         be->rows_scatter(a->scratch, s->so, NULL, s->sg, N, C);
     }
@@ -1052,7 +1068,8 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
     /* the shared expert's gate, then its SwiGLU with dso = sigmoid * dres */
     be->rows_dot(a->dsg, a->dres, NULL, s->so, N, C);
     be->sigmoid_bwd(a->dsgl, a->dsg, s->sg, (size_t)N);
-    zt_mm_bwd(be, a->dbuf, gw->shgate, NULL, a->dsgl, s->xn2, w->shgate, LW16(m, w, T_SHGATE), N, C, 1);
+    zt_mm_bwd_x(be, a->dbuf, gw->shgate, NULL, a->dsgl, s->xn2, s->xn216, w->shgate,
+                LW16(m, w, T_SHGATE), N, C, 1);
     be->add(g->dx, g->dx, a->dbuf, (size_t)N * C);
     be->rows_gather(a->scratch, a->dres, NULL, s->sg, N, C);
     zt_mm_bwd_x(be, a->dh, gw->downw, NULL, a->scratch, s->h, s->h16, w->downw, LW16(m, w, T_DOWNW),
@@ -1063,8 +1080,9 @@ static int moe_bwd(zt_llama *m, zt_llama_acts *a, const struct zt_llama_layer_ac
         zt_skel_lora_bwd(&m->sk, LG_DOWN, s->h, a->scratch, a->dh, N, &a->lora);
         be->swiglu_bwd(a->dgu, a->dh, s->gu, N, H);
     }
-    zt_mm_bwd(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, w->guw, LW16(m, w, T_GATEW), N, C, 2 * H);
-    zt_skel_lora_bwd(&m->sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, &a->lora);
+    zt_mm_bwd_x(be, a->dbuf, gw->guw, NULL, a->dgu, s->xn2, s->xn216, w->guw, LW16(m, w, T_GATEW),
+                N, C, 2 * H);
+    if (!s->xn216) zt_skel_lora_bwd(&m->sk, LG_GU, s->xn2, a->dgu, a->dbuf, N, &a->lora);
     be->add(a->dbuf, a->dbuf, g->dx, (size_t)N * C);
     return ZT_OK;
 }
@@ -1308,7 +1326,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
      * widens it (add_rmsnorm_fwd16b): no fp32 branch written or read.  NOT
      * the values of before (the branch rounded once more before the add);
      * ZT_TEST_NO_BRANCH16: the fp32 branch, config.h) */
-    const int br16 = !sh->gemma && s->xn216 && s->h16 && n16 &&
+    /* (not a sparse block's: its xn216 is moe.h x16's, no branch16) */
+    const int br16 = !sh->gemma && !m->sparse[l] && s->xn216 && s->h16 && n16 &&
                      zt_w16_on(&m->cfg, ZT_W16_BRANCH16);
     uint16_t *b16 = (uint16_t *)(void *)a->scratch;
     const float *mlp_w;
@@ -2197,10 +2216,10 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
      * in scratch) and one for their down (the bf16 SwiGLU output as it is),
      * over the rows they receive (zt_moe_recv_rows) */
     if (s.E > 0 && bf16 && zt_acts16_on(mc) && zt_w16_on(mc, ZT_W16_O16)) {
-        const zt_moe_shape ms = {C, s.E, s.K, s.I, s.norm, s.ep, 1, 0};
+        const zt_moe_shape ms = {C, s.E, s.K, s.I, s.norm, s.ep, 1, 0, 0};
         const size_t R = zt_moe_recv_rows(&ms, (size_t)N);
         const int El = s.E / (s.ep > 1 ? s.ep : 1);
-        WS(zt_cuda_ws_matmul_grouped(1, R, C, El));
+        WS(zt_cuda_ws_matmul_grouped(!llama_mx16(mc, &s), R, C, El));   /* (mx16: bf16 rows) */
         WS(zt_cuda_ws_matmul_grouped(0, R, s.I, El));
     }
     WS(zt_cuda_ws_reduce((size_t)N));

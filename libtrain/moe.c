@@ -49,6 +49,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->logits = p[0]; a->probs = p[1]; a->wts = p[2];
     a->idx = (int *)(void *)p[3]; a->perm = (int *)(void *)p[4]; a->rows = (int *)(void *)p[5];
     a->off = (int *)(void *)p[10];
+    a->xp16 = s->P > 1 ? NULL : x->xp16;
     a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
     a->gup16 = gup16; a->hp16 = hp16;
@@ -62,6 +63,11 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
 void zt_moe_carve_shared(zt_carve *cv, zt_moe_acts *x, const zt_moe_shape *s, size_t N,
                          float *base) {
     if (s->P <= 1) {   /* the routed inputs [NK, C], gathered again by the backward */
+        if (s->x16 && s->b16) {   /* (in bf16: zt_moe_acts xp16) */
+            uint16_t *xp16 = zt_carve_take16(cv, N * (size_t)s->K * (size_t)s->C);
+            if (base) x->xp16 = xp16;
+            return;
+        }
         float *xp = zt_carve_take(cv, N * (size_t)s->K * (size_t)s->C, 0);
         if (base) x->xp = xp;
         return;
@@ -383,14 +389,20 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
                    zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     const int P = s->P > 1 ? s->P : 1, El = E / P;
-    zt_mm_fwd(be, a->logits, x, w->router, w->router16, NULL, N, C, E);
+    /* (x16: the bf16 input and routed rows, zt_moe_acts) */
+    const uint16_t *x16 = a->xp16 ? a->x16 : NULL;
+    if (a->xp16 && (!x16 || !a->gup16 || P > 1 || !be->rows_gather16))
+        return zt_fail(st, ZT_EINTERNAL, "MoE forward: the bf16 routed rows without the bf16 input, "
+                       "the bf16 experts or the backend's rows_gather16 (or with expert parallelism)");
+    zt_mm_fwd_x(be, a->logits, x, x16, w->router, w->router16, NULL, N, C, E);
     be->moe_route_fwd(a->wts, a->idx, a->probs, a->logits, N, E, K, s->norm);
     if (a->gup16 && (!g || !g->dgup || !g->dhp))
         return zt_fail(st, ZT_EINTERNAL, "MoE forward: the bf16 experts' path without its scratch");
     ZT_TRY(route_groups(s, be, h, a, N, 1, st));
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
-    be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
+    if (x16) be->rows_gather16(a->xp16, x16, a->rows, NK, C);
+    else be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
     be->rows_gather(a->wsel, a->wts, a->perm, NULL, NK, 1);
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
@@ -410,15 +422,16 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
          * for every expert: the same bits on the cpu backends) */
         const int grp = be->matmul_grouped_o16 && w->gate_up16 && w->down16;
         if (grp) {
-            be->matmul_grouped_o16(a->gup16, a->xr, NULL, w->gate_up16, nl, El, C, 2 * I);
+            be->matmul_grouped_o16(a->gup16, a->xr, a->xp16, w->gate_up16, nl, El, C, 2 * I);
             for (int l = 0; l < El; ++l) o += (size_t)nl[l];
         }
         for (int l = 0; l < El && !grp; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t gu = (size_t)l * 2 * I * C;
-            be->matmul_fwd_o16(a->gup16 + o * 2 * I, g->dgup + o * 2 * I, a->xr + o * C, NULL,
-                               W(gate_up, gu), W16(gate_up16, gu), NULL, c, C, 2 * I);
+            be->matmul_fwd_o16(a->gup16 + o * 2 * I, g->dgup + o * 2 * I, x16 ? NULL : a->xr + o * C,
+                               x16 ? a->xp16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu),
+                               NULL, c, C, 2 * I);
             o += (size_t)c;
         }
         if (o) be->swiglu_fwd16(a->hp16, a->gup16, g->dgup, g->dhp, (int)o, I);
@@ -512,6 +525,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const float *x, const float *dy, const float *dprobs, int N, zt_status *st) {
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     const int P = s->P > 1 ? s->P : 1, El = E / P;
+    const uint16_t *x16 = a->xp16 ? a->x16 : NULL;   /* (zt_moe_forward checked it) */
     ZT_TRY(route_groups(s, be, h, a, N, 0, st));   /* the forward's counts again */
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
@@ -527,7 +541,8 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     be->rows_gather(g->dyp, dy, a->rows, o16 ? NULL : a->wsel, NK, C);
     /* (without expert parallelism the routed inputs are the blocks' shared
      * rows, zt_moe_carve_shared: gathered again, the forward's values) */
-    if (P <= 1) be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
+    if (x16) be->rows_gather16(a->xp16, x16, a->rows, NK, C);
+    else if (P <= 1) be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
     if (P > 1) {   /* by rank into dxr, then by expert into dyr */
@@ -559,9 +574,9 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
             const int c = nl[l];
             if (c == 0) continue;
             const size_t gu = (size_t)l * 2 * I * C;
-            zt_mm_bwd(be, dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
-                      g->dgup + o * 2 * I, a->xr + o * C, W(gate_up, gu), W16(gate_up16, gu), c, C,
-                      2 * I);
+            zt_mm_bwd_x(be, dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
+                        g->dgup + o * 2 * I, x16 ? NULL : a->xr + o * C, x16 ? a->xp16 + o * C : NULL,
+                        W(gate_up, gu), W16(gate_up16, gu), c, C, 2 * I);
             o += (size_t)c;
         }
     }
@@ -586,7 +601,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     }
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
-    zt_mm_bwd(be, g->dx, gw->router, NULL, g->dlogits, x, w->router, w->router16, N, C, E);
+    zt_mm_bwd_x(be, g->dx, gw->router, NULL, g->dlogits, x, x16, w->router, w->router16, N, C, E);
     be->rows_scatter(g->dx, g->dxp, a->rows, NULL, NK, C);
     return ZT_OK;
 }

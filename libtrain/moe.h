@@ -45,6 +45,10 @@ typedef struct zt_moe_shape {
     /* with b16 and expert parallelism: three of the four row exchanges in
      * bf16 (zt_moe_acts ex16) */
     int ex16;
+    /* with b16, without expert parallelism: the block's input x (the MLP
+     * norm's output) and the routed rows in bf16 (zt_moe_acts x16, xp16;
+     * config.h ZT_W16_MX16) */
+    int x16;
 } zt_moe_shape;
 
 /* Routed rows one rank's experts can receive in a forward of N tokens per
@@ -75,6 +79,13 @@ typedef struct zt_moe_acts {
                                 * (zt_moe_carve_shared; expert parallelism: = xs), not
                                 * kept: the backward gathers them again */
     float *yp;                 /* [NK, C] expert outputs */
+    /* (zt_moe_shape x16: the block's input in bf16, [N, C] (the caller's
+     * kept norm output; x unused), and the routed rows in bf16 instead of
+     * xp (xp, xr NULL): gathered by rows_gather16, read by the router's
+     * and the experts' gate|up GEMMs and their weight gradients as bf16
+     * inputs; every one of them rounded x to bf16 before: the same values) */
+    const uint16_t *x16;
+    uint16_t *xp16;            /* [NK, C] */
     /* the rows this rank's experts run, R = zt_moe_recv_rows, grouped by
      * local expert (each expert's rows from every rank of the group
      * together, in rank order: one GEMM an expert); without expert

@@ -116,6 +116,12 @@ static void moe_formulas(void) {
     K->rows_gather(y, x, NULL, NULL, 12, 5);
     check_kernel("rows_gather", "k_rows_gather", 1, 0, 2 * NK * C * f);
     zt_count_reset();
+    K->rows_gather16((uint16_t *)(void *)y, (const uint16_t *)(const void *)x, rows, 12, 5);
+    check_kernel("rows_gather16, rows", "k_rows_gather16", 1, 0, 2 * NK * C * 2 + NK * i4);
+    zt_count_reset();
+    K->rows_gather16((uint16_t *)(void *)y, (const uint16_t *)(const void *)x, NULL, 12, 5);
+    check_kernel("rows_gather16", "k_rows_gather16", 1, 0, 2 * NK * C * 2);
+    zt_count_reset();
     K->rows_scatter(y, x, rows, w, 12, 5);
     check_kernel("rows_scatter, rows and w", "k_rows_scatter", 1, 2 * NK * C,
                  3 * NK * C * f + NK * i4 + NK * f);
@@ -135,6 +141,7 @@ static void moe_formulas(void) {
     K->moe_route_fwd(w, idx, p, x, 0, 4, 2, 1);
     K->moe_route_bwd(y, w, NULL, x, idx, 6, 4, 0, 0);
     K->rows_gather(y, x, rows, w, 0, 5);
+    K->rows_gather16((uint16_t *)(void *)y, (const uint16_t *)(const void *)x, rows, 12, 0);
     K->rows_scatter(y, x, rows, w, 12, 0);
     K->rows_dot(y, x, rows, w, 0, 5);
     K->moe_permute(off, perm, rows, idx, 6, 2, 0);
@@ -776,7 +783,7 @@ static const zt_backend *g_w16_inner;
 static int g_w16_ckkeep;
 /* the last w16_run's totals and a few of its launches (moe_counted) */
 static zt_count_totals g_w16_tot;
-static struct { long count, offsets, fill, gather, sw16; double sw16b; } g_w16_moek;
+static struct { long count, offsets, fill, gather, gather16, sw16; double sw16b; } g_w16_moek;
 /* 1: a Mixture of Experts runs on the cpu backend itself, uncounted; 2:
  * every run on the inner table without the counter (backend cuda) */
 static int g_w16_moe_cpu;
@@ -907,6 +914,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
         g_w16_moek.offsets = launches_of_k(kk, nkk, "k_moe_offsets");
         g_w16_moek.fill = launches_of_k(kk, nkk, "k_moe_fill");
         g_w16_moek.gather = launches_of_k(kk, nkk, "k_rows_gather");
+        g_w16_moek.gather16 = launches_of_k(kk, nkk, "k_rows_gather16");
         g_w16_moek.sw16 = launches_of_k(kk, nkk, "k_swiglu_fwd16");
         g_w16_moek.sw16b = bytes_of_k(kk, nkk, "k_swiglu_fwd16");
     }
@@ -2940,11 +2948,13 @@ static void branch16(void) {
  * ztrain.backend=cpu, is another configuration: no bf16 weight storage,
  * not bitwise), and per step and MoE block (P forwards: 2 checkpointed,
  * every block recomputed) the entries moe.c calls: moe_route_fwd and
- * moe_permute (k_moe_count, k_moe_offsets, k_moe_fill) P, rows_gather 2 P
- * (x's routed rows, the weights) + 4 (dy's rows unweighted for the down
- * GEMMs' input gradients, the routed rows gathered again, the rows' scale
- * wsel_i g_i, dy's rows weighted for the down weights' gradients: moe.c
- * down_bwd16, the bf16 experts' outputs not kept), rows_scatter P + 2 (the output; dwts, dx), rows_dot,
+ * moe_permute (k_moe_count, k_moe_offsets, k_moe_fill) P, rows_gather P
+ * (the weights) + 3 (dy's rows unweighted for the down GEMMs' input
+ * gradients, the rows' scale wsel_i g_i, dy's rows weighted for the down
+ * weights' gradients: moe.c down_bwd16, the bf16 experts' outputs not
+ * kept), rows_gather16 P + 1 (x's bf16 routed rows, gathered again by the
+ * backward; config.h ZT_W16_MX16: with ZT_TEST_NO_MX16 they are
+ * rows_gather's, the losses bitwise the same), rows_scatter P + 2 (the output; dwts, dx), rows_dot,
  * moe_route_bwd, swiglu_bwd16 1, swiglu_fwd16 P (one over every routed
  * row), moe_regroup none (no expert parallelism); a shared expert (llama.c
  * moe_fwd / moe_bwd, fp32) adds per block swiglu_fwd, sigmoid_fwd and
@@ -2987,12 +2997,37 @@ static void moe_counted(void) {
         g_w16_moe_cpu = 2;
         int rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rb, &w, &r, &mb, &st);
         g_w16_moe_cpu = 0;
+        /* (ZT_TEST_NO_MX16: the fp32 norm output and routed rows) */
+        double rx[4][2];
+        w16_mem mx;
+        setenv("ZT_TEST_NO_MX16", "1", 1);
+        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rx, &w, &r, &mx, &st);
+        unsetenv("ZT_TEST_NO_MX16");
+        const zt_count_totals tx = g_w16_tot;
+        const long gx = g_w16_moek.gather, gx16 = g_w16_moek.gather16;
         if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, ra, &w, &r, &ma, &st);
         if (!tap_ok(rc == ZT_OK, "%s: 4 steps, counted and not", what)) {
             tap_diag("%s", st.msg);
             continue;
         }
         const zt_count_totals t = g_w16_tot;
+        /* the sparse blocks' norm output and routed rows in bf16 (config.h
+         * ZT_W16_MX16): every reader rounded them before, so the same
+         * losses and gradient norms; x's routed rows gathered in bf16 each
+         * forward and again by the backward (rows_gather16 P + 1), the
+         * activations' planned and counted peaks smaller, each exact */
+        const long nn = 4L * s.L, PP = cases[i].P;
+        tap_ok(!memcmp(ra, rx, sizeof ra) && t.calls[ZT_CE_rows_gather16] == nn * (PP + 1) &&
+                   g_w16_moek.gather16 == nn * (PP + 1) && tx.calls[ZT_CE_rows_gather16] == 0 &&
+                   gx16 == 0 && tx.calls[ZT_CE_rows_gather] == t.calls[ZT_CE_rows_gather] + nn * (PP + 1) &&
+                   gx == g_w16_moek.gather + nn * (PP + 1) && ma.acts_peak < mx.acts_peak &&
+                   ma.acts_plan == ma.acts_peak + (mx.acts_plan - mx.acts_peak),
+               "%s: the bf16 norm output and routed rows: losses and gradient norms bitwise "
+               "ZT_TEST_NO_MX16's, %ld rows_gather16 (%ld without), activations' peak %llu bytes "
+               "(planned %llu; without %llu, planned %llu)",
+               what, t.calls[ZT_CE_rows_gather16], tx.calls[ZT_CE_rows_gather16],
+               (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan,
+               (unsigned long long)mx.acts_peak, (unsigned long long)mx.acts_plan);
         tap_ok(!memcmp(ra, rb, sizeof ra), "%s: losses and gradient norms bitwise the uncounted run's "
                "(%.9g %.9g ... %.9g)", what, ra[0][0], ra[1][0], ra[3][0]);
         const long n = 4L * s.L, P = cases[i].P, sh1 = cases[i].shared;
@@ -3005,11 +3040,12 @@ static void moe_counted(void) {
                "moe_regroup (4 steps x %d blocks x %ld forwards)",
                what, t.calls[ZT_CE_moe_route_fwd], t.calls[ZT_CE_moe_permute], perm,
                t.calls[ZT_CE_moe_route_bwd], t.calls[ZT_CE_moe_regroup], s.L, P);
-        tap_ok(t.calls[ZT_CE_rows_gather] == n * (2 * P + 4 + sh1) &&
+        tap_ok(t.calls[ZT_CE_rows_gather] == n * (P + 3 + sh1) &&
                    t.calls[ZT_CE_rows_scatter] == n * (P + 2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * (1 + sh1) &&
-                   g_w16_moek.gather == n * (2 * P + 4 + sh1),
-               "%s: %ld rows_gather (the backward's 4: dy's rows unweighted and weighted, the routed "
-               "rows again, the rows' scale), %ld rows_scatter, %ld rows_dot",
+                   g_w16_moek.gather == n * (P + 3 + sh1),
+               "%s: %ld rows_gather (the weights' a forward; the backward's 3: dy's rows unweighted "
+               "and weighted, the rows' scale; the routed rows in rows_gather16), %ld rows_scatter, "
+               "%ld rows_dot",
                what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_dot]);
         /* (the shared expert's SwiGLU in bf16 too: its slot holds sparse
          * blocks alone, no LoRA; llama.c moe_fwd) */

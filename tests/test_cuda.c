@@ -2588,6 +2588,29 @@ static void test_moe(int N, int E, int K, int C) {
     size_t ip = 0;   /* the CPU's in place = w[i] x[i] */
     while (ip < (size_t)n * C && out[ip] == w[ip / (size_t)C] * xs[ip]) ++ip;
     tap_ok(ip == (size_t)n * C, "rows_gather (rows NULL, w, in place) on the CPU = w[i] x[i] %s", tag);
+    /* the bf16 row gather (rows, and rows NULL): the bits copied, the CPU's
+     * x[rows[i]] exactly */
+    if (gpu->rows_gather16 && cpu->rows_gather16) {
+        uint16_t *x16 = xmalloc((size_t)N * C * 2), *g16 = xmalloc((size_t)n * C * 2);
+        uint16_t *h16 = xmalloc((size_t)n * C * 2);
+        for (size_t i = 0; i < (size_t)N * C; ++i) x16[i] = (uint16_t)(0x3f80u + (i * 2654435761u) % 0x7fu);
+        uint16_t *x16_d = dev(x16, (size_t)N * C * 2), *g16_d = gpu->alloc((size_t)n * C * 2);
+        for (int v = 0; v < 2; ++v) {
+            const int m = v ? N : n;
+            cpu->rows_gather16(g16, x16, v ? NULL : rows, m, C);
+            gpu->rows_gather16(g16_d, x16_d, v ? NULL : rows_d, m, C);
+            gpu->to_host(h16, g16_d, (size_t)m * C * 2);
+            size_t okc = 0;
+            for (size_t i = 0; i < (size_t)m * C; ++i)
+                okc += g16[i] == h16[i] && g16[i] == x16[(size_t)(v ? (int)(i / (size_t)C) : rows[i / (size_t)C]) * C + i % (size_t)C];
+            tap_ok(okc == (size_t)m * C, "rows_gather16 (%s) %s: bitwise the CPU's, x[rows[i]]'s bits",
+                   v ? "rows NULL" : "rows", tag);
+        }
+        free(x16); free(g16); free(h16);
+        gpu->free(x16_d); gpu->free(g16_d);
+    } else {
+        tap_skip("rows_gather16", "the table has no bf16 row gather");
+    }
     free(rows); free(x); free(xs); free(w); free(y); free(out); free(dot);
     gpu->free(rows_d); gpu->free(x_d); gpu->free(xs_d); gpu->free(w_d); gpu->free(y_d);
     gpu->free(out_d); gpu->free(dot_d);

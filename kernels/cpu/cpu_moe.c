@@ -1,6 +1,7 @@
 /* cpu_moe.c -- the Mixture of Experts kernels of the CPU backend
  * (kernels/backend.h: moe_route_*, rows_*, moe_permute, moe_regroup, sigmoid_*). */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include "cpu_internal.h"
 
@@ -63,6 +64,12 @@ void zt_cpu_rows_gather(float *out, const float *x, const int *rows, const float
         const float a = w ? w[i] : 1.0f;
         for (int c = 0; c < C; ++c) o[c] = a * s[c];
     }
+}
+
+void zt_cpu_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= ZT_PAR_MIN)
+    for (int i = 0; i < n; ++i)
+        memmove(out + (size_t)i * C, x + (size_t)(rows ? rows[i] : i) * C, (size_t)C * sizeof *out);
 }
 
 void zt_cpu_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {

@@ -1003,6 +1003,14 @@ static void s_rows_gather(float *out, const float *x, const int *rows, const flo
     if (ok) cpu()->rows_gather(out, x, rows, w, n, C);
     leave();
 }
+static void s_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_gather16", "out", out, (size_t)n * C * 2);
+    NEED_DEV("rows_gather16", "rows", rows, (size_t)n * sizeof(int));
+    if (ok) cpu()->rows_gather16(out, x, rows, n, C);
+    leave();
+}
 static void s_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
     int ok = 1;
     enter();
@@ -1830,6 +1838,7 @@ static const zt_backend strict_backend = {
     .matmul_bwd_acc = s_matmul_bwd_acc,
     .matmul_bwd_acc16 = s_matmul_bwd_acc16,
     .matmul_grouped_o16 = s_matmul_grouped_o16,
+    .rows_gather16 = s_rows_gather16,
     .set_dw_fresh = s_set_dw_fresh,
     .qknorm_rope_bwd16 = s_qknorm_rope_bwd16,
 };

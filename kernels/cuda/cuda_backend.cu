@@ -864,6 +864,7 @@ static void fill_table(zt_backend *t) {
     t->moe_route_fwd = zt_cuda_moe_route_fwd;   /* cuda_moe.cu */
     t->moe_route_bwd = zt_cuda_moe_route_bwd;
     t->rows_gather = zt_cuda_rows_gather;
+    t->rows_gather16 = zt_cuda_rows_gather16;
     t->rows_scatter = zt_cuda_rows_scatter;
     t->rows_dot = zt_cuda_rows_dot;
     t->moe_permute = zt_cuda_moe_permute;

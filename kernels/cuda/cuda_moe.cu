@@ -102,6 +102,15 @@ __global__ void k_rows_gather(float *out, const float *x, const int *rows, const
     }
 }
 
+__global__ void k_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int C,
+                                size_t total) {
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < total;
+         t += (size_t)gridDim.x * blockDim.x) {
+        const size_t i = t / (size_t)C, c = t - i * (size_t)C;
+        out[t] = x[(size_t)(rows ? rows[i] : (int)i) * C + c];
+    }
+}
+
 __global__ void k_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n,
                                int C) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -127,6 +136,13 @@ void zt_cuda_rows_gather(float *out, const float *x, const int *rows, const floa
     const size_t total = (size_t)n * C;
     k_rows_gather<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, x, rows, w, C, total);
     ZT_LAUNCHED("k_rows_gather");
+}
+
+void zt_cuda_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C) {
+    if (n <= 0 || C <= 0) return;
+    const size_t total = (size_t)n * C;
+    k_rows_gather16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, x, rows, C, total);
+    ZT_LAUNCHED("k_rows_gather16");
 }
 
 void zt_cuda_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
