@@ -355,7 +355,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
-    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep, 0, 0};
+    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep, 0, 0, 0};
     if (s.E) {
         m->aux_cnt = calloc((size_t)s.E, sizeof(double));
         m->aux_psum = calloc((size_t)s.E, sizeof(double));
@@ -653,7 +653,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     zt_moe_acts mx;   /* (expert parallelism: the MoE blocks' shared rows) */
     memset(&mx, 0, sizeof mx);
     if (sh.E) {
-        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0};
+        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0, 0};
         zt_moe_carve_shared(&cv, &mx, &ms, N, base);
     }
     for (size_t s = 0; s < slots; ++s) {
@@ -704,7 +704,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             /* (ex16: its row exchanges in bf16, moe.h; ZT_W16_EP16) */
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep,
                                      a16 && zt_w16_on(mc, ZT_W16_O16),
-                                     zt_w16_on(mc, ZT_W16_EP16)};
+                                     zt_w16_on(mc, ZT_W16_EP16), !zt_w16_on(mc, ZT_W16_NOYP)};
             zt_moe_carve(&cv, &la->moe, &ms, N, base, &mx);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
@@ -742,7 +742,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (the experts' backward scratch: only moe_bwd uses it) */
         size_t moe_ri = 0, moe_nkc = 0;   /* (its [R, I] and [N K, C] floats) */
         if (sh.E) {
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0};
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0, 0};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
             TAKES(a->moe_dp, (size_t)sh.E);
             TAKES(a->dsg, N); TAKES(a->dsgl, N);
@@ -2197,7 +2197,7 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
      * in scratch) and one for their down (the bf16 SwiGLU output as it is),
      * over the rows they receive (zt_moe_recv_rows) */
     if (s.E > 0 && bf16 && zt_acts16_on(mc) && zt_w16_on(mc, ZT_W16_O16)) {
-        const zt_moe_shape ms = {C, s.E, s.K, s.I, s.norm, s.ep, 1, 0};
+        const zt_moe_shape ms = {C, s.E, s.K, s.I, s.norm, s.ep, 1, 0, 0};
         const size_t R = zt_moe_recv_rows(&ms, (size_t)N);
         const int El = s.E / (s.ep > 1 ? s.ep : 1);
         WS(zt_cuda_ws_matmul_grouped(1, R, C, El));
