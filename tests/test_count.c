@@ -3098,6 +3098,14 @@ static void moe_counted(void) {
         if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, r16, &w, &r, &m16, &st);
         g_w16_inner = NULL;
         const zt_count_totals t16 = g_w16_tot;
+        /* (and with the expert outputs kept in bf16, ZT_TEST_MOE_KEEP_YP=1:
+         * expert parallelism's backward at one rank) */
+        double rk[4][2];
+        w16_mem mk;
+        setenv("ZT_TEST_MOE_KEEP_YP", "1", 1);
+        if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, rk, &w, &r, &mk, &st);
+        unsetenv("ZT_TEST_MOE_KEEP_YP");
+        const zt_count_totals tk = g_w16_tot;
         unsetenv("ZT_TEST_MOE_ROUTE_ALL");
         if (tap_ok(rc == ZT_OK, "MoE experts 1 and 2: 4 steps with the bf16 experts' path and without")) {
             /* (the experts' gate|up and down GEMMs: one matmul_grouped_o16
@@ -3138,6 +3146,28 @@ static void moe_counted(void) {
                    ta.calls[ZT_CE_rows_dot16], ta.calls[ZT_CE_rows_scatter16], t16.calls[ZT_CE_from_bf16],
                    ta.calls[ZT_CE_from_bf16], t16.calls[ZT_CE_rows_dot], ta.calls[ZT_CE_rows_gather], t16.calls[ZT_CE_rows_gather],
                    ta.launches, t16.launches);
+            /* (the kept outputs: NK C bf16 a block more in the
+             * activations, counted and planned; the routing weights'
+             * gradient dy_i . yp_i by rows_dot, no rows_dot16; the
+             * forward's sum from them by rows_scatter16; within bf16
+             * roundings of the default, not bitwise) */
+            double dk = 0;
+            for (int q = 0; q < 4; q++)
+                for (int j = 0; j < 2; j++) {
+                    const double d = fabs(rk[q][j] - ra[q][j]) / fabs(ra[q][j]);
+                    if (d > dk) dk = d;
+                }
+            const uint64_t kept = (uint64_t)s.L * NKr * s.C * 2;
+            tap_ok(mk.acts_plan == ma.acts_plan + kept && mk.acts_peak == ma.acts_peak + kept && tk.calls[ZT_CE_rows_dot16] == 0 &&
+                       tk.calls[ZT_CE_rows_dot] == n && tk.calls[ZT_CE_rows_scatter16] == n &&
+                       dk < 1e-2 && memcmp(rk, ra, sizeof ra),
+                   "MoE experts 1 and 2, bf16 experts, ZT_TEST_MOE_KEEP_YP=1: activations' peak %llu bytes "
+                   "(planned %llu), the default's %llu (planned %llu) + L N K C 2 = %llu; %ld rows_dot, %ld "
+                   "rows_dot16, %ld rows_scatter16; losses and gradient norms within %.2e relative of the "
+                   "default's, not bitwise",
+                   (unsigned long long)mk.acts_peak, (unsigned long long)mk.acts_plan,
+                   (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan, (unsigned long long)kept,
+                   tk.calls[ZT_CE_rows_dot], tk.calls[ZT_CE_rows_dot16], tk.calls[ZT_CE_rows_scatter16], dk);
             tap_ok(ta.calls[ZT_CE_swiglu_fwd16] == n &&
                        sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd16] == n &&
                        ta.calls[ZT_CE_swiglu_fwd] == 0 && ta.calls[ZT_CE_swiglu_bwd] == 0,
