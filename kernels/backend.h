@@ -1033,6 +1033,18 @@ typedef struct zt_backend {
      * i < n, bf16 bits copied (no arithmetic): rows_gather's bf16 form
      * without the weight. */
     void (*rows_gather16)(uint16_t *out, const uint16_t *x, const int *rows, int n, int C);
+    /* ---- the Mixture of Experts' bf16 row entries (last; optional: NULL
+     * when the backend has none, libtrain/moe.c then widens with from_bf16
+     * and runs rows_dot / rows_gather / rows_scatter) ----
+     * rows_dot16: out[i] = sum_c a[i, c] * fp32(b16[i, c]) (a [n, C] fp32,
+     * b16 [n, C] bf16 bits, the columns summed in order, rows_dot's order:
+     * bitwise from_bf16 + rows_dot), then, when w != NULL, a[i, :] *= w[i]
+     * in place (bitwise rows_gather(a, a, NULL, w, n, C)); one pass.
+     * rows_scatter16: y[rows[i], :] += w[i] * fp32(x16[i, :]) (rows NULL:
+     * row i; w NULL: 1), i in order: bitwise from_bf16 + rows_scatter. */
+    void (*rows_dot16)(float *out, float *a, const uint16_t *b16, const float *w, int n, int C);
+    void (*rows_scatter16)(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
+                           int C);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

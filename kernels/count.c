@@ -53,7 +53,7 @@ enum {
     K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
-    K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_N
+    K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_ROWS_DOT16, K_ROWS_SCATTER16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -165,6 +165,8 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_ROWS_GATHER16] = {"k_rows_gather16", ZT_CC_STREAM},
     [K_ROWS_SCATTER] = {"k_rows_scatter", ZT_CC_SCATTER},
     [K_ROWS_DOT] = {"k_rows_dot", ZT_CC_SCATTER},
+    [K_ROWS_DOT16] = {"k_rows_dot16", ZT_CC_SCATTER},
+    [K_ROWS_SCATTER16] = {"k_rows_scatter16", ZT_CC_SCATTER},
     [K_MOE_COUNT] = {"k_moe_count", ZT_CC_SCATTER},
     [K_MOE_OFFSETS] = {"k_moe_offsets", ZT_CC_SCATTER},
     [K_MOE_FILL] = {"k_moe_fill", ZT_CC_SCATTER},
@@ -2300,6 +2302,28 @@ static void c_rows_dot(float *out, const float *a, const int *rows, const float 
     rec(K_ROWS_DOT, 2 * D(n) * (C > 0 ? C : 0),
         2 * D(n) * (C > 0 ? C : 0) * F + (rows ? D(n) * 4 : 0) + D(n) * F);
 }
+/* k_rows_dot16, a thread a row: reads a n C f, b16 n C h, w n f (when
+ * given), writes out n f and (with w) a's scaled rows n C f; FLOPs 2 n C,
+ * + n C with w (launched for C = 0 too: zeros) */
+static void c_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C) {
+    call(ZT_CE_rows_dot16);
+    if (g_inner) g_inner->rows_dot16(out, a, b16, w, n, C);
+    if (n <= 0) return;
+    const double nc = D(n) * (C > 0 ? C : 0);
+    rec(K_ROWS_DOT16, (w ? 3 : 2) * nc, nc * (F + 2) + (w ? nc * F + D(n) * F : 0) + D(n) * F);
+}
+/* k_rows_scatter16, rows_scatter's (a thread a column, the n rows in
+ * order) with x in bf16: reads rows n i, w n f (when given), x16 n C h,
+ * y's n row updates read and written 2 n C f; FLOPs 2 n C with w, else
+ * n C */
+static void c_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
+                             int C) {
+    call(ZT_CE_rows_scatter16);
+    if (g_inner) g_inner->rows_scatter16(y, x16, rows, w, n, C);
+    if (n <= 0 || C <= 0) return;
+    rec(K_ROWS_SCATTER16, (w ? 2 : 1) * D(n) * C,
+        D(n) * C * (2 * F + 2) + (rows ? D(n) * 4 : 0) + (w ? D(n) * F : 0));
+}
 /* moe_permute, NK = N K slots: k_moe_count (a block an expert, each over
  * idx: read once, NK i, from cache after the first; writes off E + 1 i;
  * FLOPs E NK compare-adds), k_moe_offsets (one thread: reads E + 1,
@@ -2525,6 +2549,8 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
         t->moe_regroup = c_moe_regroup;
         t->sigmoid_fwd = c_sigmoid_fwd;
         t->sigmoid_bwd = c_sigmoid_bwd;
+        if (!inner || inner->rows_dot16) t->rows_dot16 = c_rows_dot16;
+        if (!inner || inner->rows_scatter16) t->rows_scatter16 = c_rows_scatter16;
     }
 }
 

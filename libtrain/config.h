@@ -345,6 +345,15 @@ typedef struct zt_model_config {
  *                   the experts' gate|up and the shared expert's GEMMs read
  *                   them as bf16 inputs.  The same values (each rounded x
  *                   to bf16 before; bitwise: tests/test_count.c) */
+ *   ZT_W16_NOYP     ZT_TEST_MOE_KEEP_YP: with ZT_W16_MOE16's bf16 experts
+ *                   and no expert parallelism, the experts' outputs not
+ *                   kept for the backward (moe.c down_bwd16: the routing
+ *                   weights' gradient as (W^T dy_i) . hp_i).  Off: kept in
+ *                   bf16 (moe.h zt_moe_acts yp16, NK C bf16 more a block),
+ *                   the routing weights' gradient dy_i . yp_i and the down
+ *                   GEMMs' backward on the weighted rows, as with expert
+ *                   parallelism.  NOT the same values (the input-gradient
+ *                   GEMMs round dy_i instead of wsel_i dy_i; tests/moe_ep.sh) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -382,6 +391,7 @@ typedef struct zt_model_config {
 #define ZT_W16_MOE16      (UINT64_C(1) << 33)
 #define ZT_W16_EP16       (UINT64_C(1) << 34)
 #define ZT_W16_MX16       (UINT64_C(1) << 35)
+#define ZT_W16_NOYP       (UINT64_C(1) << 36)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -669,7 +669,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     const int b16 = a16 && zt_w16_on(mc, ZT_W16_O16);
     const int mx16 = b16 && llama_mx16(mc, &sh);
     if (sh.E) {
-        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16, 0, mx16};
+        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16, 0, mx16, 0};
         zt_moe_carve_shared(&cv, &mx, &ms, N, base);
     }
     for (size_t s = 0; s < slots; ++s) {
@@ -719,7 +719,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             /* (b16: the experts' gate|up and SwiGLU output in bf16, moe.h) */
             /* (ex16: its row exchanges in bf16, moe.h; ZT_W16_EP16) */
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16,
-                                     zt_w16_on(mc, ZT_W16_EP16), mx16};
+                                     zt_w16_on(mc, ZT_W16_EP16), mx16,
+                                     !zt_w16_on(mc, ZT_W16_NOYP)};
             zt_moe_carve(&cv, &la->moe, &ms, N, base, &mx);
             if (base) la->moe.x16 = la->xn216;
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }

@@ -39,7 +39,9 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     /* (b16 without expert parallelism: the experts' outputs not kept, the
      * forward's bf16 scratch in the backward's dxp, outputs32) */
     float *yp = NULL;
+    uint16_t *yp16 = NULL;   /* (keep_yp: kept in bf16, the test hook) */
     if (!(s->b16 && s->P <= 1)) yp = zt_carve_take(cv, NK * C, 0);
+    else if (s->keep_yp) yp16 = zt_carve_take16(cv, NK * C);
     float *xr = NULL, *yr = yp;
     if (s->P > 1) {
         xr = zt_carve_take(cv, R * C, 0);
@@ -52,7 +54,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->xp16 = s->P > 1 ? NULL : x->xp16;
     a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
-    a->gup16 = gup16; a->hp16 = hp16;
+    a->gup16 = gup16; a->hp16 = hp16; a->yp16 = yp16;
     a->ex16 = s->b16 && s->ex16 && s->P > 1;
     a->xs = s->P > 1 ? x->xs : NULL;
     a->gperm = s->P > 1 ? x->gperm : NULL;
@@ -355,10 +357,14 @@ static int outputs16(const zt_moe_acts *a) { return a->gup16 && !a->yp; }
 
 /* The forward's experts' outputs [NK, C] in fp32: a->yp, or (outputs16)
  * the bf16 outputs in dxp's bytes widened into dyp, free in a forward */
+/* (the bf16 outputs: kept in yp16 (keep_yp), else in dxp's bytes) */
+static const uint16_t *outputs16_at(const zt_moe_acts *a, const zt_moe_grad *g) {
+    return a->yp16 ? a->yp16 : (const uint16_t *)(const void *)g->dxp;
+}
 static const float *outputs32(const zt_backend *be, const zt_moe_acts *a, const zt_moe_grad *g,
                               size_t n) {
     if (!outputs16(a)) return a->yp;
-    be->from_bf16(g->dyp, (const uint16_t *)(const void *)g->dxp, n);
+    be->from_bf16(g->dyp, outputs16_at(a, g), n);
     return g->dyp;
 }
 
@@ -440,7 +446,7 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
          * values every layout sends back; dyp / dxr the cpu backends'
          * staging) */
         const int o16 = outputs16(a);
-        uint16_t *y16 = (uint16_t *)(void *)(o16 ? g->dxp : g->dyr);
+        uint16_t *y16 = a->yp16 ? a->yp16 : (uint16_t *)(void *)(o16 ? g->dxp : g->dyr);
         float *ytmp = o16 ? g->dyp : g->dxr;
         o = 0;
         if (grp) {
@@ -475,16 +481,21 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
                              rows16(a, g->dyr), (size_t)NK * C, h->sc, h->sd, "expert outputs", st));
     }
     be->zero(y, (size_t)N * C * sizeof(float));
-    /* (bf16 outputs widened into dyp, free in a forward) */
-    be->rows_scatter(y, outputs32(be, a, g, (size_t)NK * C), a->rows, a->wsel, NK, C);
+    /* (bf16 outputs: rows_scatter16 reads them as they are; a table
+     * without it widens them into dyp, free in a forward) */
+    if (outputs16(a) && be->rows_scatter16)
+        be->rows_scatter16(y, outputs16_at(a, g), a->rows, a->wsel, NK, C);
+    else
+        be->rows_scatter(y, outputs32(be, a, g, (size_t)NK * C), a->rows, a->wsel, NK, C);
     return ZT_OK;
 }
 
 /* outputs16's down projection backward (the outputs yp = W_e hp not
  * kept): with g_i = W_e^T dy[row_i], dy[row_i] . yp_i = g_i . hp_i, so
  * the input-gradient GEMMs run on the unweighted rows dy[row_i] (in dyp),
- * d wsel_i = g_i . hp_i (hp16 widened into dgup, free until SwiGLU's
- * backward), dhp_i = wsel_i g_i; the weight gradients' GEMMs on the
+ * d wsel_i = g_i . hp_i and dhp_i = wsel_i g_i in one pass (rows_dot16;
+ * a table without it: hp16 widened into dgup, free until SwiGLU's
+ * backward, rows_dot, rows_gather in place); the weight gradients' GEMMs on the
  * weighted rows wsel_i dy[row_i] (gathered again into dyp), as the fp32
  * path's.  Each bf16 GEMM rounds its own dout: the input gradients round
  * dy[row_i], the weight gradients wsel_i dy[row_i]. */
@@ -501,9 +512,13 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
                            W16(down16, dn), c, I, C);
         o += (size_t)c;
     }
-    be->from_bf16(g->dgup, a->hp16, (size_t)NK * I);
-    be->rows_dot(g->dwsel, g->dhp, NULL, g->dgup, NK, I);
-    be->rows_gather(g->dhp, g->dhp, NULL, a->wsel, NK, I);   /* (in place: row i from row i) */
+    if (be->rows_dot16) {   /* one pass over g and hp16 */
+        be->rows_dot16(g->dwsel, g->dhp, a->hp16, a->wsel, NK, I);
+    } else {   /* (a table without it: hp16 widened into dgup) */
+        be->from_bf16(g->dgup, a->hp16, (size_t)NK * I);
+        be->rows_dot(g->dwsel, g->dhp, NULL, g->dgup, NK, I);
+        be->rows_gather(g->dhp, g->dhp, NULL, a->wsel, NK, I);   /* (in place: row i from row i) */
+    }
     be->zero(g->dwts, (size_t)NK * sizeof(float));
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     if (!gw->down) return o;   /* (a frozen base, LoRA) */
@@ -529,10 +544,11 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     ZT_TRY(route_groups(s, be, h, a, N, 0, st));   /* the forward's counts again */
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
-    const int o16 = outputs16(a);
+    const int o16 = outputs16(a) && !a->yp16;   /* (yp16: kept, the test hook) */
     if (!o16) {
-        /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order */
-        be->rows_dot(g->dwsel, dy, a->rows, a->yp, NK, C);
+        /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order
+         * (yp16 widened into dyp, which the next gather overwrites) */
+        be->rows_dot(g->dwsel, dy, a->rows, outputs32(be, a, g, (size_t)NK * C), NK, C);
         be->zero(g->dwts, (size_t)NK * sizeof(float));
         be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     }

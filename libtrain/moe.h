@@ -49,6 +49,10 @@ typedef struct zt_moe_shape {
      * norm's output) and the routed rows in bf16 (zt_moe_acts x16, xp16;
      * config.h ZT_W16_MX16) */
     int x16;
+    /* with b16 and no expert parallelism: the experts' outputs kept in
+     * bf16 for the backward (zt_moe_acts yp16; config.h ZT_W16_NOYP off,
+     * the test hook ZT_TEST_MOE_KEEP_YP) */
+    int keep_yp;
 } zt_moe_shape;
 
 /* Routed rows one rank's experts can receive in a forward of N tokens per
@@ -105,7 +109,11 @@ typedef struct zt_moe_acts {
      * backward's dxp (free in a forward), widened into its dyp for the
      * weighted sum; the backward's routing-weight gradient needs no outputs
      * (dy_i . W hp_i = (W^T dy_i) . hp_i, moe.c down_bwd16).  With it
-     * widened into yr (the exchanges' fp32 rows): the same values */
+     * widened into yr (the exchanges' fp32 rows): the same values.
+     * yp16: zt_moe_shape keep_yp's [NK, C] bf16 outputs, kept (the
+     * backward's routing-weight gradient dy_i . yp_i and its down GEMMs
+     * on the weighted rows, as with expert parallelism); else NULL */
+    uint16_t *yp16;
     /* b16 with expert parallelism (zt_moe_shape ex16; config.h
      * ZT_W16_EP16): the routed inputs, the experts' outputs and their
      * gradients exchanged in bf16, half the bytes, the same values (every

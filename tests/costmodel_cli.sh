@@ -114,7 +114,7 @@ check "moe: the shape line and the active parameters' MFU" \
     bash -c "grep -q 'llama MoE L=2 NH=4 NKV=2 C=32 qk_norm E=4 K=2 Im=24 S=16' '$W/moe' &&
              grep -q 'MFU counts the ACTIVE parameters' '$W/moe' && grep -q '^  predicted step ' '$W/moe'"
 check "moe: k_moe_route_fwd, k_moe_count, k_moe_offsets, k_moe_fill 2 launches each (one a block)" \
-    bash -c "for k in k_moe_route_fwd k_moe_route_bwd k_moe_count k_moe_offsets k_moe_fill k_rows_dot; do
+    bash -c "for k in k_moe_route_fwd k_moe_route_bwd k_moe_count k_moe_offsets k_moe_fill k_rows_dot k_rows_dot16; do
                  grep -Eq \"^  \$k +scatter +[0-9.]+ +[0-9.]+% +[24] \" '$W/moe' || exit 1; done"
 check "moe: k_rows_gather (stream) and k_sigmoid_fwd listed" \
     bash -c "grep -Eq '^  k_rows_gather +stream ' '$W/moe' && grep -Eq '^  k_sigmoid_fwd +stream ' '$W/moe'"

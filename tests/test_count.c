@@ -131,6 +131,32 @@ static void moe_formulas(void) {
     zt_count_reset();
     K->rows_dot(y, x, rows, w, 12, 5);
     check_kernel("rows_dot", "k_rows_dot", 1, 2 * NK * C, 2 * NK * C * f + NK * i4 + NK * f);
+    /* rows_dot16: a and b16 read once, out written, with w the scaled a
+     * written back (and w read) in the same launch */
+    uint16_t *x16 = FAKE(uint16_t, 19);
+    const double h2 = 2;
+    zt_count_reset();
+    K->rows_dot16(y, x, x16, NULL, 12, 5);
+    check_kernel("rows_dot16", "k_rows_dot16", 1, 2 * NK * C, NK * C * (f + h2) + NK * f);
+    zt_count_reset();
+    K->rows_dot16(y, x, x16, w, 12, 5);
+    check_kernel("rows_dot16, w", "k_rows_dot16", 1, 3 * NK * C, NK * C * (2 * f + h2) + 2 * NK * f);
+    zt_count_reset();
+    K->rows_dot16(y, x, x16, w, 12, 0);
+    check_kernel("rows_dot16, C 0 (launched: zeros)", "k_rows_dot16", 1, 0, 2 * NK * f);
+    zt_count_reset();
+    K->rows_dot16(y, x, x16, w, 0, 5);
+    tap_ok(tot().launches == 0 && tot().calls[ZT_CE_rows_dot16] == 1, "rows_dot16, n 0: counted, no launch");
+    zt_count_reset();
+    K->rows_scatter16(y, x16, rows, w, 12, 5);
+    check_kernel("rows_scatter16, rows and w", "k_rows_scatter16", 1, 2 * NK * C,
+                 NK * C * (2 * f + h2) + NK * i4 + NK * f);
+    zt_count_reset();
+    K->rows_scatter16(y, x16, NULL, NULL, 12, 5);
+    check_kernel("rows_scatter16", "k_rows_scatter16", 1, NK * C, NK * C * (2 * f + h2));
+    zt_count_reset();
+    K->rows_scatter16(y, x16, rows, w, 12, 0);
+    tap_ok(tot().launches == 0 && tot().calls[ZT_CE_rows_scatter16] == 1, "rows_scatter16, C 0: counted, no launch");
     zt_count_reset();
     K->sigmoid_fwd(y, x, 10);
     check_kernel("sigmoid_fwd", "k_sigmoid_fwd", 1, 40, 80);
@@ -2949,12 +2975,14 @@ static void branch16(void) {
  * not bitwise), and per step and MoE block (P forwards: 2 checkpointed,
  * every block recomputed) the entries moe.c calls: moe_route_fwd and
  * moe_permute (k_moe_count, k_moe_offsets, k_moe_fill) P, rows_gather P
- * (the weights) + 3 (dy's rows unweighted for the down GEMMs' input
- * gradients, the rows' scale wsel_i g_i, dy's rows weighted for the down
- * weights' gradients: moe.c down_bwd16, the bf16 experts' outputs not
- * kept), rows_gather16 P + 1 (x's bf16 routed rows, gathered again by the
- * backward; config.h ZT_W16_MX16: with ZT_TEST_NO_MX16 they are
- * rows_gather's, the losses bitwise the same), rows_scatter P + 2 (the output; dwts, dx), rows_dot,
+ * (the weights) + 2 (dy's rows unweighted for the down GEMMs' input
+ * gradients, dy's rows weighted for the down weights' gradients: moe.c
+ * down_bwd16, the bf16 experts' outputs not kept), rows_gather16 P + 1
+ * (x's bf16 routed rows, gathered again by the backward; config.h
+ * ZT_W16_MX16: with ZT_TEST_NO_MX16 they are rows_gather's, the losses
+ * bitwise the same), rows_dot16 1 (d wsel_i = g_i . hp_i and the rows'
+ * scale wsel_i g_i in one pass), rows_scatter16 P (the output, from the
+ * bf16 outputs), rows_scatter 2 (dwts, dx),
  * moe_route_bwd, swiglu_bwd16 1, swiglu_fwd16 P (one over every routed
  * row), moe_regroup none (no expert parallelism); a shared expert (llama.c
  * moe_fwd / moe_bwd, fp32) adds per block swiglu_fwd, sigmoid_fwd and
@@ -3040,13 +3068,16 @@ static void moe_counted(void) {
                "moe_regroup (4 steps x %d blocks x %ld forwards)",
                what, t.calls[ZT_CE_moe_route_fwd], t.calls[ZT_CE_moe_permute], perm,
                t.calls[ZT_CE_moe_route_bwd], t.calls[ZT_CE_moe_regroup], s.L, P);
-        tap_ok(t.calls[ZT_CE_rows_gather] == n * (P + 3 + sh1) &&
-                   t.calls[ZT_CE_rows_scatter] == n * (P + 2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * (1 + sh1) &&
-                   g_w16_moek.gather == n * (P + 3 + sh1),
-               "%s: %ld rows_gather (the weights' a forward; the backward's 3: dy's rows unweighted "
-               "and weighted, the rows' scale; the routed rows in rows_gather16), %ld rows_scatter, "
-               "%ld rows_dot",
-               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_dot]);
+        tap_ok(t.calls[ZT_CE_rows_gather] == n * (P + 2 + sh1) &&
+                   t.calls[ZT_CE_rows_scatter] == n * (2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * sh1 &&
+                   t.calls[ZT_CE_rows_scatter16] == n * P && t.calls[ZT_CE_rows_dot16] == n &&
+                   g_w16_moek.gather == n * (P + 2 + sh1),
+               "%s: %ld rows_gather (the weights' a forward; the backward's 2: dy's rows unweighted and "
+               "weighted; the routed rows in rows_gather16), %ld rows_scatter, %ld rows_scatter16 (the "
+               "forward's output), %ld rows_dot, %ld rows_dot16 (the routing weights' gradient and the "
+               "rows' scale)",
+               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_scatter16],
+               t.calls[ZT_CE_rows_dot], t.calls[ZT_CE_rows_dot16]);
         /* (the shared expert's SwiGLU in bf16 too: its slot holds sparse
          * blocks alone, no LoRA; llama.c moe_fwd) */
         tap_ok(t.calls[ZT_CE_swiglu_fwd16] == n * P * (1 + sh1) &&
@@ -3090,6 +3121,27 @@ static void moe_counted(void) {
         if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, rg, &w, &r, &mg, &st);
         g_w16_inner = NULL;
         const zt_count_totals tg = g_w16_tot;
+        /* (and over a cpu table without rows_dot16 and rows_scatter16:
+         * moe.c's from_bf16 widenings, rows_dot and rows_gather in place,
+         * rows_scatter) */
+        static zt_backend no16;
+        no16 = *zt_backend_cpu();
+        no16.rows_dot16 = NULL;
+        no16.rows_scatter16 = NULL;
+        double r16[4][2];
+        w16_mem m16;
+        g_w16_inner = &no16;
+        if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, r16, &w, &r, &m16, &st);
+        g_w16_inner = NULL;
+        const zt_count_totals t16 = g_w16_tot;
+        /* (and with the expert outputs kept in bf16, ZT_TEST_MOE_KEEP_YP=1:
+         * expert parallelism's backward at one rank) */
+        double rk[4][2];
+        w16_mem mk;
+        setenv("ZT_TEST_MOE_KEEP_YP", "1", 1);
+        if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, rk, &w, &r, &mk, &st);
+        unsetenv("ZT_TEST_MOE_KEEP_YP");
+        const zt_count_totals tk = g_w16_tot;
         unsetenv("ZT_TEST_MOE_ROUTE_ALL");
         if (tap_ok(rc == ZT_OK, "MoE experts 1 and 2: 4 steps with the bf16 experts' path and without")) {
             /* (the experts' gate|up and down GEMMs: one matmul_grouped_o16
@@ -3116,6 +3168,43 @@ static void moe_counted(void) {
                    ta.calls[ZT_CE_matmul_grouped_o16], ta.calls[ZT_CE_matmul_fwd_o16],
                    tg.calls[ZT_CE_matmul_fwd_o16], ta.flops, tg.flops, ta.launches, tg.launches, ta.transfers,
                    tg.transfers);
+            /* (rows_dot16 a backward of a block where from_bf16, rows_dot
+             * and an in-place rows_gather were, rows_scatter16 a forward
+             * where from_bf16 and rows_scatter were: the same losses and
+             * gradient norms bitwise, 2 + 1 launches fewer) */
+            tap_ok(!memcmp(ra, r16, sizeof ra) && t16.calls[ZT_CE_rows_dot16] == 0 &&
+                       t16.calls[ZT_CE_rows_scatter16] == 0 && ta.calls[ZT_CE_rows_dot16] == n &&
+                       ta.calls[ZT_CE_rows_scatter16] == n && t16.calls[ZT_CE_from_bf16] == ta.calls[ZT_CE_from_bf16] + 2 * n && t16.calls[ZT_CE_rows_dot] == n &&
+                       t16.calls[ZT_CE_rows_gather] == ta.calls[ZT_CE_rows_gather] + n &&
+                       ta.launches == t16.launches - 3 * n,
+                   "MoE experts 1 and 2, bf16 experts: %ld rows_dot16, %ld rows_scatter16; without them "
+                   "%ld from_bf16 (%ld), %ld rows_dot, rows_gather %ld vs %ld, losses and gradient norms bitwise, "
+                   "launches %ld vs %ld",
+                   ta.calls[ZT_CE_rows_dot16], ta.calls[ZT_CE_rows_scatter16], t16.calls[ZT_CE_from_bf16],
+                   ta.calls[ZT_CE_from_bf16], t16.calls[ZT_CE_rows_dot], ta.calls[ZT_CE_rows_gather], t16.calls[ZT_CE_rows_gather],
+                   ta.launches, t16.launches);
+            /* (the kept outputs: NK C bf16 a block more in the
+             * activations, counted and planned; the routing weights'
+             * gradient dy_i . yp_i by rows_dot, no rows_dot16; the
+             * forward's sum from them by rows_scatter16; within bf16
+             * roundings of the default, not bitwise) */
+            double dk = 0;
+            for (int q = 0; q < 4; q++)
+                for (int j = 0; j < 2; j++) {
+                    const double d = fabs(rk[q][j] - ra[q][j]) / fabs(ra[q][j]);
+                    if (d > dk) dk = d;
+                }
+            const uint64_t kept = (uint64_t)s.L * NKr * s.C * 2;
+            tap_ok(mk.acts_plan == ma.acts_plan + kept && mk.acts_peak == ma.acts_peak + kept && tk.calls[ZT_CE_rows_dot16] == 0 &&
+                       tk.calls[ZT_CE_rows_dot] == n && tk.calls[ZT_CE_rows_scatter16] == n &&
+                       dk < 1e-2 && memcmp(rk, ra, sizeof ra),
+                   "MoE experts 1 and 2, bf16 experts, ZT_TEST_MOE_KEEP_YP=1: activations' peak %llu bytes "
+                   "(planned %llu), the default's %llu (planned %llu) + L N K C 2 = %llu; %ld rows_dot, %ld "
+                   "rows_dot16, %ld rows_scatter16; losses and gradient norms within %.2e relative of the "
+                   "default's, not bitwise",
+                   (unsigned long long)mk.acts_peak, (unsigned long long)mk.acts_plan,
+                   (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan, (unsigned long long)kept,
+                   tk.calls[ZT_CE_rows_dot], tk.calls[ZT_CE_rows_dot16], tk.calls[ZT_CE_rows_scatter16], dk);
             tap_ok(ta.calls[ZT_CE_swiglu_fwd16] == n &&
                        sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd16] == n &&
                        ta.calls[ZT_CE_swiglu_fwd] == 0 && ta.calls[ZT_CE_swiglu_bwd] == 0,
@@ -3155,7 +3244,8 @@ static void moe_counted(void) {
             continue;
         }
         static const char *const names[] = {"cublasLt gemm bf16", "k_moe_route_fwd", "k_moe_route_bwd",
-                                            "k_rows_gather", "k_rows_scatter", "k_rows_dot", "k_moe_count",
+                                            "k_rows_gather", "k_rows_scatter", "k_rows_dot16",
+                                            "k_rows_scatter16", "k_moe_count",
                                             "k_moe_offsets", "k_moe_fill", "k_swiglu_fwd16", "k_swiglu_bwd16",
                                             "cublasGemmGroupedBatchedEx bf16"};
         int same = 1;

@@ -2611,6 +2611,69 @@ static void test_moe(int N, int E, int K, int C) {
     } else {
         tap_skip("rows_gather16", "the table has no bf16 row gather");
     }
+    /* rows_dot16 (a [n, C] fp32, b16 bf16; the dot, then with w the row
+     * scale in place: moe.c down_bwd16) and rows_scatter16 (the forward's
+     * weighted sum of bf16 rows): on the CPU bitwise from_bf16 + rows_dot
+     * + rows_gather in place / from_bf16 + rows_scatter; on the GPU the
+     * CPU's within rows_dot's and rows_scatter's tolerances, the scaled
+     * rows exactly */
+    if (cpu->rows_dot16 && gpu->rows_dot16 && cpu->rows_scatter16 && gpu->rows_scatter16) {
+        const size_t nc = (size_t)n * C;
+        uint16_t *b16 = xmalloc(nc * 2 + 2);
+        float *bw = xmalloc(nc * 4 + 4), *a = xmalloc(nc * 4 + 4), *ref = xmalloc(nc * 4 + 4);
+        float *dref = xmalloc((size_t)n * 4), *yref = fdup(y, (size_t)N * C);
+        cpu->to_bf16(b16, x, (size_t)(N < n ? N : n) * C);   /* (x's rows, then xs's) */
+        if (n > N) cpu->to_bf16(b16 + (size_t)N * C, xs, (size_t)(n - N) * C);
+        cpu->from_bf16(bw, b16, nc);
+        uint16_t *b16_d = dev(b16, nc * 2 + 2);
+        for (int wv = 0; wv <= 1; ++wv) {
+            const char *what = wv ? "w" : "w NULL";
+            memcpy(a, xs, nc * 4);
+            memcpy(ref, xs, nc * 4);
+            cpu->rows_dot(dref, ref, NULL, bw, n, C);
+            if (wv) cpu->rows_gather(ref, ref, NULL, w, n, C);
+            cpu->rows_dot16(dot, a, b16, wv ? w : NULL, n, C);
+            tap_ok(!memcmp(dot, dref, (size_t)n * 4) && !memcmp(a, ref, nc * 4),
+                   "rows_dot16 (%s) on the CPU: bitwise from_bf16 + rows_dot%s %s", what,
+                   wv ? " + rows_gather in place" : "", tag);
+            gpu->to_device(out_d, xs, nc * 4);
+            gpu->rows_dot16(dot_d, out_d, b16_d, wv ? w_d : NULL, n, C);
+            snprintf(name, sizeof name, "rows_dot16 (%s) out %s", what, tag);
+            cmpd(name, dot_d, dref, (size_t)n, 1e-5, 1e-6);
+            snprintf(name, sizeof name, "rows_dot16 (%s) a (%s) %s", what, wv ? "scaled in place" : "untouched", tag);
+            cmpd(name, out_d, ref, nc, 0, 0);
+        }
+        for (int v = 0; v < 3; ++v) {   /* rows and w; rows alone; neither */
+            const int *r = v < 2 ? rows : NULL, *r_d = v < 2 ? rows_d : NULL;
+            const float *ww = v == 0 ? w : NULL, *ww_d = v == 0 ? w_d : NULL;
+            const int m = v < 2 ? n : N;
+            const char *what = v == 0 ? "rows, w" : v == 1 ? "rows, w NULL" : "rows NULL, w NULL";
+            float *y16 = fdup(yref, (size_t)N * C);
+            cpu->rows_scatter(yref, bw, r, ww, m, C);
+            cpu->rows_scatter16(y16, b16, r, ww, m, C);
+            tap_ok(!memcmp(y16, yref, (size_t)N * C * 4), "rows_scatter16 (%s, +=) on the CPU: bitwise "
+                   "from_bf16 + rows_scatter %s", what, tag);
+            gpu->to_device(y_d, y16, (size_t)N * C * 4);   /* (the same start as the CPU's) */
+            memcpy(y16, yref, (size_t)N * C * 4);
+            cpu->rows_scatter16(y16, b16, r, ww, m, C);
+            gpu->rows_scatter16(y_d, b16_d, r_d, ww_d, m, C);
+            snprintf(name, sizeof name, "rows_scatter16 (%s, +=) %s", what, tag);
+            cmpd(name, y_d, y16, (size_t)N * C, 1e-6, 1e-7);
+            memcpy(yref, y16, (size_t)N * C * 4);
+            free(y16);
+        }
+        /* empty shapes: nothing written */
+        gpu->to_device(y_d, yref, (size_t)N * C * 4);
+        gpu->rows_dot16(dot_d, y_d, b16_d, w_d, 0, C);
+        gpu->rows_scatter16(y_d, b16_d, rows_d, w_d, 0, C);
+        gpu->rows_scatter16(y_d, b16_d, rows_d, w_d, n, 0);
+        snprintf(name, sizeof name, "rows_dot16 and rows_scatter16, n 0 and C 0: y untouched %s", tag);
+        cmpd(name, y_d, yref, (size_t)N * C, 0, 0);
+        free(b16); free(bw); free(a); free(ref); free(dref); free(yref);
+        gpu->free(b16_d);
+    } else {
+        tap_skip("rows_dot16, rows_scatter16", "the table has no bf16 row entries");
+    }
     free(rows); free(x); free(xs); free(w); free(y); free(out); free(dot);
     gpu->free(rows_d); gpu->free(x_d); gpu->free(xs_d); gpu->free(w_d); gpu->free(y_d);
     gpu->free(out_d); gpu->free(dot_d);

@@ -1183,6 +1183,8 @@ static const zt_backend cpu_backend = {
     .matmul_bwd_acc16 = cpu_matmul_bwd_acc16,
     .matmul_grouped_o16 = cpu_matmul_grouped_o16,
     .rows_gather16 = zt_cpu_rows_gather16,
+    .rows_dot16 = zt_cpu_rows_dot16,
+    .rows_scatter16 = zt_cpu_rows_scatter16,
     .set_dw_fresh = cpu_set_dw_fresh,
     .qknorm_rope_bwd16 = cpu_qknorm_rope_bwd16,
 };

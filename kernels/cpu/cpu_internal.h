@@ -95,6 +95,9 @@ void zt_cpu_rows_gather(float *out, const float *x, const int *rows, const float
 void zt_cpu_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C);
 void zt_cpu_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C);
 void zt_cpu_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C);
+void zt_cpu_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C);
+void zt_cpu_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
+                           int C);
 void zt_cpu_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E);
 void zt_cpu_moe_regroup(int *perm, int *inv, const int *cnt, int P, int El);
 void zt_cpu_sigmoid_fwd(float *y, const float *x, size_t n);

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "cpu_internal.h"
+#include "half.h"   /* zt_bf16_to_f32 */
 
 #define ZT_PAR_MIN 32768   /* elements below which a loop stays serial (cpu_llama.c) */
 
@@ -88,6 +89,38 @@ void zt_cpu_rows_dot(float *out, const float *a, const int *rows, const float *b
         float s = 0;
         for (int c = 0; c < C; ++c) s += p[c] * q[c];
         out[i] = s;
+    }
+}
+
+/* rows_dot16 (backend.h): rows_dot's sums over the widened b16, then the
+ * row scale in place (rows_gather's product) */
+void zt_cpu_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= ZT_PAR_MIN)
+    for (int i = 0; i < n; ++i) {
+        float *p = a + (size_t)i * C;
+        const uint16_t *q = b16 + (size_t)i * C;
+        float s = 0;
+        if (w) {   /* (the sum reads each a[i, c] before its scale) */
+            const float m = w[i];
+            for (int c = 0; c < C; ++c) {
+                s += p[c] * zt_bf16_to_f32(q[c]);
+                p[c] = m * p[c];
+            }
+        } else {
+            for (int c = 0; c < C; ++c) s += p[c] * zt_bf16_to_f32(q[c]);
+        }
+        out[i] = s;
+    }
+}
+
+/* rows_scatter16 (backend.h): rows_scatter of the widened x16 */
+void zt_cpu_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
+                           int C) {
+    for (int i = 0; i < n; ++i) {   /* serial: rows repeat, the order of the sums is fixed */
+        float *o = y + (size_t)(rows ? rows[i] : i) * C;
+        const uint16_t *s = x16 + (size_t)i * C;
+        const float a = w ? w[i] : 1.0f;
+        for (int c = 0; c < C; ++c) o[c] += a * zt_bf16_to_f32(s[c]);
     }
 }
 

@@ -1029,6 +1029,26 @@ static void s_rows_dot(float *out, const float *a, const int *rows, const float 
     if (ok) cpu()->rows_dot(out, a, rows, b, n, C);
     leave();
 }
+static void s_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_dot16", "out", out, (size_t)n * F);
+    NEED_DEV("rows_dot16", "a", a, (size_t)n * C * F);
+    NEED_DEV("rows_dot16", "b16", b16, (size_t)n * C * 2);
+    NEED_DEV("rows_dot16", "w", w, (size_t)n * F);
+    if (ok) cpu()->rows_dot16(out, a, b16, w, n, C);
+    leave();
+}
+static void s_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
+                             int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_scatter16", "x16", x16, (size_t)n * C * 2);
+    NEED_DEV("rows_scatter16", "rows", rows, (size_t)n * sizeof(int));
+    NEED_DEV("rows_scatter16", "w", w, (size_t)n * F);
+    if (ok) cpu()->rows_scatter16(y, x16, rows, w, n, C);
+    leave();
+}
 static void s_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E) {
     int ok = 1;
     enter();
@@ -1839,6 +1859,8 @@ static const zt_backend strict_backend = {
     .matmul_bwd_acc16 = s_matmul_bwd_acc16,
     .matmul_grouped_o16 = s_matmul_grouped_o16,
     .rows_gather16 = s_rows_gather16,
+    .rows_dot16 = s_rows_dot16,
+    .rows_scatter16 = s_rows_scatter16,
     .set_dw_fresh = s_set_dw_fresh,
     .qknorm_rope_bwd16 = s_qknorm_rope_bwd16,
 };

@@ -867,6 +867,8 @@ static void fill_table(zt_backend *t) {
     t->rows_gather16 = zt_cuda_rows_gather16;
     t->rows_scatter = zt_cuda_rows_scatter;
     t->rows_dot = zt_cuda_rows_dot;
+    t->rows_dot16 = zt_cuda_rows_dot16;
+    t->rows_scatter16 = zt_cuda_rows_scatter16;
     t->moe_permute = zt_cuda_moe_permute;
     t->moe_regroup = zt_cuda_moe_regroup;
     t->sigmoid_fwd = zt_cuda_sigmoid_fwd;

@@ -7,7 +7,9 @@
  *     loops over the row, so ties break exactly as on the CPU;
  *   - rows_scatter: one thread a column, the rows added in order (rows
  *     repeat: the sums' order is fixed, no atomics, deterministic);
- *   - rows_dot: one thread a row, the columns summed in order;
+ *   - rows_dot: one thread a row, the columns summed in order (rows_dot16
+ *     the same over bf16 b, with the row scale; rows_scatter16 rows_scatter's
+ *     over bf16 x);
  *   - moe_permute (the routing's groups on the device): a block an expert
  *     counts its slots (k_moe_count), one thread turns the counts into
  *     offsets (k_moe_offsets), a block an expert writes its rows in slot
@@ -131,6 +133,39 @@ __global__ void k_rows_dot(float *out, const float *a, const int *rows, const fl
     out[i] = s;
 }
 
+/* rows_dot16: k_rows_dot's sum (a thread a row, the columns in order)
+ * over the widened b16, each a[i, c] scaled by w[i] as it is read */
+__global__ void k_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n,
+                             int C) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float *p = a + (size_t)i * C;
+    const uint16_t *q = b16 + (size_t)i * C;
+    float s = 0;
+    if (w) {
+        const float m = w[i];
+        for (int c = 0; c < C; ++c) {
+            const float v = p[c];
+            s += v * zt_cvt_bf16_to_f32(q[c]);
+            p[c] = m * v;
+        }
+    } else {
+        for (int c = 0; c < C; ++c) s += p[c] * zt_cvt_bf16_to_f32(q[c]);
+    }
+    out[i] = s;
+}
+
+/* rows_scatter16: k_rows_scatter over the widened x16 */
+__global__ void k_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w,
+                                 int n, int C) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    for (int i = 0; i < n; ++i) {   /* in order: rows repeat */
+        const float a = w ? w[i] : 1.0f;
+        y[(size_t)(rows ? rows[i] : i) * C + c] += a * zt_cvt_bf16_to_f32(x16[(size_t)i * C + c]);
+    }
+}
+
 void zt_cuda_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C) {
     if (n <= 0 || C <= 0) return;
     const size_t total = (size_t)n * C;
@@ -155,6 +190,19 @@ void zt_cuda_rows_dot(float *out, const float *a, const int *rows, const float *
     if (n <= 0) return;
     k_rows_dot<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(out, a, rows, b, n, C);
     ZT_LAUNCHED("k_rows_dot");
+}
+
+void zt_cuda_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C) {
+    if (n <= 0) return;
+    k_rows_dot16<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(out, a, b16, w, n, C);
+    ZT_LAUNCHED("k_rows_dot16");
+}
+
+void zt_cuda_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
+                            int C) {
+    if (n <= 0 || C <= 0) return;
+    k_rows_scatter16<<<row_blocks(C), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(y, x16, rows, w, n, C);
+    ZT_LAUNCHED("k_rows_scatter16");
 }
 
 /* ------------------------------------------------------------ groups */
