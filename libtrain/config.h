@@ -344,7 +344,7 @@ typedef struct zt_model_config {
  *                   bf16 (backend.h rows_gather16; moe.h x16): the router's,
  *                   the experts' gate|up and the shared expert's GEMMs read
  *                   them as bf16 inputs.  The same values (each rounded x
- *                   to bf16 before; bitwise: tests/test_count.c) */
+ *                   to bf16 before; bitwise: tests/test_count.c)
  *   ZT_W16_NOYP     ZT_TEST_MOE_KEEP_YP: with ZT_W16_MOE16's bf16 experts
  *                   and no expert parallelism, the experts' outputs not
  *                   kept for the backward (moe.c down_bwd16: the routing
