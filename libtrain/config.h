@@ -353,7 +353,16 @@ typedef struct zt_model_config {
  *                   the routing weights' gradient dy_i . yp_i and the down
  *                   GEMMs' backward on the weighted rows, as with expert
  *                   parallelism.  NOT the same values (the input-gradient
- *                   GEMMs round dy_i instead of wsel_i dy_i; tests/moe_ep.sh) */
+ *                   GEMMs round dy_i instead of wsel_i dy_i; tests/moe_ep.sh)
+ *   ZT_W16_MOED16   ZT_TEST_NO_MOED16: with ZT_W16_MOE16's bf16 experts, the
+ *                   experts' backward GEMMs read their output gradients in
+ *                   bf16, each rounded once a layer: the down GEMMs' rows
+ *                   (to_bf16 over every routed row, then matmul_bwd_d16 an
+ *                   expert), SwiGLU's backward writing gate|up's gradient
+ *                   in bf16 in place of gate|up (swiglu_bwd_d16, as the
+ *                   dense MLP), then matmul_bwd_d16 an expert; instead of
+ *                   each expert's GEMMs rounding their slice.  The same
+ *                   values (bitwise: tests/test_count.c) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -392,6 +401,7 @@ typedef struct zt_model_config {
 #define ZT_W16_EP16       (UINT64_C(1) << 34)
 #define ZT_W16_MX16       (UINT64_C(1) << 35)
 #define ZT_W16_NOYP       (UINT64_C(1) << 36)
+#define ZT_W16_MOED16     (UINT64_C(1) << 37)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -504,12 +504,20 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
                        const int *nl) {
     const int C = s->C, I = s->I, NK = N * s->K, El = s->E;   /* (no expert parallelism) */
     size_t o = 0;
+    /* (d16: the rows rounded once into dxp's bytes, free until gate|up's
+     * input gradients) */
+    uint16_t *d16 = a->d16 ? (uint16_t *)(void *)g->dxr : NULL;
+    if (d16) be->to_bf16(d16, g->dyp, (size_t)NK * C);
     for (int l = 0; l < El; ++l) {   /* g [NK, I] into dhp */
         const int c = nl[l];
         if (c == 0) continue;
         const size_t dn = (size_t)l * C * I;
-        be->matmul_bwd_a16(g->dhp + o * I, NULL, NULL, g->dyp + o * C, a->hp16 + o * I, W(down, dn),
-                           W16(down16, dn), c, I, C);
+        if (d16)
+            be->matmul_bwd_d16(g->dhp + o * I, NULL, NULL, NULL, d16 + o * C, NULL, a->hp16 + o * I,
+                               W(down, dn), W16(down16, dn), c, I, C);
+        else
+            be->matmul_bwd_a16(g->dhp + o * I, NULL, NULL, g->dyp + o * C, a->hp16 + o * I,
+                               W(down, dn), W16(down16, dn), c, I, C);
         o += (size_t)c;
     }
     if (be->rows_dot16) {   /* one pass over g and hp16 */
@@ -523,13 +531,18 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     if (!gw->down) return o;   /* (a frozen base, LoRA) */
     be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
+    if (d16) be->to_bf16(d16, g->dyp, (size_t)NK * C);
     o = 0;
     for (int l = 0; l < El; ++l) {
         const int c = nl[l];
         if (c == 0) continue;
         const size_t dn = (size_t)l * C * I;
-        be->matmul_bwd_a16(NULL, gw->down + dn, NULL, g->dyp + o * C, a->hp16 + o * I, W(down, dn),
-                           W16(down16, dn), c, I, C);
+        if (d16)
+            be->matmul_bwd_d16(NULL, gw->down + dn, NULL, NULL, d16 + o * C, NULL, a->hp16 + o * I,
+                               W(down, dn), W16(down16, dn), c, I, C);
+        else
+            be->matmul_bwd_a16(NULL, gw->down + dn, NULL, g->dyp + o * C, a->hp16 + o * I,
+                               W(down, dn), W16(down16, dn), c, I, C);
         o += (size_t)c;
     }
     return o;
@@ -575,24 +588,44 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         /* (bf16: the down GEMMs' backward reading hp16, SwiGLU's over every
          * row at once reading gup16, then gate|up's) */
         if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl);   /* (o: the rows) */
+        /* (d16: the received rows rounded once into dxr's bytes, free
+         * after the regroup into dyr, until gate|up's input gradients) */
+        uint16_t *d16 = a->d16 && !o16 ? (uint16_t *)(void *)g->dxr : NULL;
+        if (d16 && R) be->to_bf16(d16, g->dyr, R * (size_t)C);
         for (int l = 0; l < El && !o16; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t dn = (size_t)l * C * I;
-            be->matmul_bwd_a16(g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL,
-                               g->dyr + o * C, a->hp16 + o * I, W(down, dn), W16(down16, dn), c, I,
-                               C);
+            if (d16)
+                be->matmul_bwd_d16(g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, NULL,
+                                   d16 + o * C, NULL, a->hp16 + o * I, W(down, dn), W16(down16, dn),
+                                   c, I, C);
+            else
+                be->matmul_bwd_a16(g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL,
+                                   g->dyr + o * C, a->hp16 + o * I, W(down, dn), W16(down16, dn), c,
+                                   I, C);
             o += (size_t)c;
         }
-        if (o) be->swiglu_bwd16(g->dgup, g->dhp, a->gup16, (int)o, I);
+        /* (d16: gate|up's gradient in bf16 alone, written in place of
+         * gup16, its last reader, as the dense MLP's; the GEMMs read it) */
+        uint16_t *dgu16 = a->d16 ? a->gup16 : NULL;
+        if (o && dgu16) be->swiglu_bwd_d16(NULL, dgu16, g->dhp, a->gup16, (int)o, I);
+        else if (o) be->swiglu_bwd16(g->dgup, g->dhp, a->gup16, (int)o, I);
         o = 0;
         for (int l = 0; l < El; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t gu = (size_t)l * 2 * I * C;
-            zt_mm_bwd_x(be, dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
-                        g->dgup + o * 2 * I, x16 ? NULL : a->xr + o * C, x16 ? a->xp16 + o * C : NULL,
-                        W(gate_up, gu), W16(gate_up16, gu), c, C, 2 * I);
+            if (dgu16)
+                be->matmul_bwd_d16(dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL, NULL,
+                                   dgu16 + o * 2 * I, x16 ? NULL : a->xr + o * C,
+                                   x16 ? a->xp16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c,
+                                   C, 2 * I);
+            else
+                zt_mm_bwd_x(be, dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
+                            g->dgup + o * 2 * I, x16 ? NULL : a->xr + o * C,
+                            x16 ? a->xp16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c, C,
+                            2 * I);
             o += (size_t)c;
         }
     }

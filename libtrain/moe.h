@@ -122,6 +122,12 @@ typedef struct zt_moe_acts {
      * which the backward sums, in fp32.  The bf16 rows lie in the
      * backward's scratch (dxr, dyr, dxp), free around each exchange. */
     int ex16;
+    /* b16: the experts' backward GEMMs read their output gradients in
+     * bf16, rounded once a layer (config.h ZT_W16_MOED16; set by the
+     * model after zt_moe_carve): the down GEMMs' rows by one to_bf16 into
+     * the backward's dxr (free until gate|up's input gradients), gate|up's
+     * written by swiglu_bwd_d16 in place of gup16 (its last reader) */
+    int d16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block

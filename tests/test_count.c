@@ -809,7 +809,8 @@ static const zt_backend *g_w16_inner;
 static int g_w16_ckkeep;
 /* the last w16_run's totals and a few of its launches (moe_counted) */
 static zt_count_totals g_w16_tot;
-static struct { long count, offsets, fill, gather, gather16, sw16; double sw16b; } g_w16_moek;
+typedef struct { long count, offsets, fill, gather, gather16, sw16; double sw16b; } w16_moek;
+static w16_moek g_w16_moek;
 /* 1: a Mixture of Experts runs on the cpu backend itself, uncounted; 2:
  * every run on the inner table without the counter (backend cuda) */
 static int g_w16_moe_cpu;
@@ -3056,6 +3057,56 @@ static void moe_counted(void) {
                what, t.calls[ZT_CE_rows_gather16], tx.calls[ZT_CE_rows_gather16],
                (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan,
                (unsigned long long)mx.acts_peak, (unsigned long long)mx.acts_plan);
+        /* the experts' backward GEMMs on output gradients rounded once a
+         * layer (config.h ZT_W16_MOED16): the same losses and gradient
+         * norms as ZT_TEST_NO_MOED16's, where each expert's GEMMs round
+         * their slice; the experts' SwiGLU backward writes gate|up's
+         * gradient in bf16 (swiglu_bwd_d16 for swiglu_bwd16), 2 to_bf16
+         * more a block's backward (dy's rows unweighted and weighted:
+         * down_bwd16), fewer launches (with K experts of rows a block
+         * 3 K matmul entries that each rounded their dout) */
+        {
+            const w16_moek moek = g_w16_moek;   /* (the default run's, checked below) */
+            double rd[4][2];
+            w16_mem md;
+            setenv("ZT_TEST_NO_MOED16", "1", 1);
+            int rd_rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rd, &w, &r, &md, &st);
+            unsetenv("ZT_TEST_NO_MOED16");
+            const zt_count_totals td = g_w16_tot;
+            tap_ok(rd_rc == ZT_OK && !memcmp(ra, rd, sizeof ra) &&
+                       td.calls[ZT_CE_swiglu_bwd16] == t.calls[ZT_CE_swiglu_bwd16] + nn &&
+                       t.calls[ZT_CE_swiglu_bwd_d16] == td.calls[ZT_CE_swiglu_bwd_d16] + nn &&
+                       t.calls[ZT_CE_to_bf16] == td.calls[ZT_CE_to_bf16] + 2 * nn &&
+                       t.launches < td.launches && ma.acts_peak == md.acts_peak,
+                   "%s: the experts' output gradients rounded once a layer: losses and gradient norms "
+                   "bitwise ZT_TEST_NO_MOED16's, swiglu_bwd16 %ld (%ld), swiglu_bwd_d16 %ld (%ld), to_bf16 "
+                   "%ld (%ld), launches %ld (%ld)",
+                   what, t.calls[ZT_CE_swiglu_bwd16], td.calls[ZT_CE_swiglu_bwd16],
+                   t.calls[ZT_CE_swiglu_bwd_d16], td.calls[ZT_CE_swiglu_bwd_d16], t.calls[ZT_CE_to_bf16],
+                   td.calls[ZT_CE_to_bf16], t.launches, td.launches);
+            if (i == 0) {
+                /* (and on the kept outputs' path, ZT_TEST_MOE_KEEP_YP=1:
+                 * the down GEMMs' rows rounded once, one to_bf16 a block) */
+                double rk1[4][2], rk2[4][2];
+                w16_mem mk1, mk2;
+                setenv("ZT_TEST_MOE_KEEP_YP", "1", 1);
+                int rk_rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rk1, &w, &r, &mk1, &st);
+                const zt_count_totals tk1 = g_w16_tot;
+                setenv("ZT_TEST_NO_MOED16", "1", 1);
+                if (rk_rc == ZT_OK) rk_rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rk2, &w, &r, &mk2, &st);
+                unsetenv("ZT_TEST_NO_MOED16");
+                unsetenv("ZT_TEST_MOE_KEEP_YP");
+                const zt_count_totals tk2 = g_w16_tot;
+                tap_ok(rk_rc == ZT_OK && !memcmp(rk1, rk2, sizeof rk1) &&
+                           tk1.calls[ZT_CE_to_bf16] == tk2.calls[ZT_CE_to_bf16] + nn &&
+                           tk1.calls[ZT_CE_swiglu_bwd_d16] == tk2.calls[ZT_CE_swiglu_bwd_d16] + nn &&
+                           tk1.launches < tk2.launches,
+                       "%s, ZT_TEST_MOE_KEEP_YP=1: the experts' output gradients rounded once a layer, "
+                       "bitwise ZT_TEST_NO_MOED16's; to_bf16 %ld (%ld), launches %ld (%ld)",
+                       what, tk1.calls[ZT_CE_to_bf16], tk2.calls[ZT_CE_to_bf16], tk1.launches, tk2.launches);
+            }
+            g_w16_moek = moek;
+        }
         tap_ok(!memcmp(ra, rb, sizeof ra), "%s: losses and gradient norms bitwise the uncounted run's "
                "(%.9g %.9g ... %.9g)", what, ra[0][0], ra[1][0], ra[3][0]);
         const long n = 4L * s.L, P = cases[i].P, sh1 = cases[i].shared;
@@ -3081,12 +3132,15 @@ static void moe_counted(void) {
         /* (the shared expert's SwiGLU in bf16 too: its slot holds sparse
          * blocks alone, no LoRA; llama.c moe_fwd) */
         tap_ok(t.calls[ZT_CE_swiglu_fwd16] == n * P * (1 + sh1) &&
-                   t.calls[ZT_CE_swiglu_bwd16] == n * (1 + sh1) && t.calls[ZT_CE_swiglu_fwd] == 0 &&
+                   t.calls[ZT_CE_swiglu_bwd16] == n * sh1 && t.calls[ZT_CE_swiglu_bwd_d16] == n &&
+                   t.calls[ZT_CE_swiglu_fwd] == 0 &&
                    t.calls[ZT_CE_swiglu_bwd] == 0 && t.calls[ZT_CE_sigmoid_fwd] == n * P * sh1 &&
                    t.calls[ZT_CE_sigmoid_bwd] == n * sh1,
                "%s: %ld swiglu_fwd16 (one over every routed row, and the shared expert's), %ld "
-               "swiglu_bwd16, %ld swiglu_fwd and %ld swiglu_bwd, %ld sigmoid_fwd, %ld sigmoid_bwd",
-               what, t.calls[ZT_CE_swiglu_fwd16], t.calls[ZT_CE_swiglu_bwd16], t.calls[ZT_CE_swiglu_fwd],
+               "swiglu_bwd16 (the shared expert's), %ld swiglu_bwd_d16 (the experts': gate|up's "
+               "gradient in bf16), %ld swiglu_fwd and %ld swiglu_bwd, %ld sigmoid_fwd, %ld sigmoid_bwd",
+               what, t.calls[ZT_CE_swiglu_fwd16], t.calls[ZT_CE_swiglu_bwd16], t.calls[ZT_CE_swiglu_bwd_d16],
+               t.calls[ZT_CE_swiglu_fwd],
                t.calls[ZT_CE_swiglu_bwd], t.calls[ZT_CE_sigmoid_fwd], t.calls[ZT_CE_sigmoid_bwd]);
     }
 
@@ -3206,10 +3260,11 @@ static void moe_counted(void) {
                    (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan, (unsigned long long)kept,
                    tk.calls[ZT_CE_rows_dot], tk.calls[ZT_CE_rows_dot16], tk.calls[ZT_CE_rows_scatter16], dk);
             tap_ok(ta.calls[ZT_CE_swiglu_fwd16] == n &&
-                       sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd16] == n &&
-                       ta.calls[ZT_CE_swiglu_fwd] == 0 && ta.calls[ZT_CE_swiglu_bwd] == 0,
+                       sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd_d16] == n &&
+                       ta.calls[ZT_CE_swiglu_bwd16] == 0 && ta.calls[ZT_CE_swiglu_fwd] == 0 &&
+                       ta.calls[ZT_CE_swiglu_bwd] == 0,
                    "MoE experts 1 and 2, bf16 experts: %ld k_swiglu_fwd16 of N K = %ld rows (%.0f bytes), "
-                   "%ld swiglu_bwd16", sl, NKr, sb, ta.calls[ZT_CE_swiglu_bwd16]);
+                   "%ld swiglu_bwd_d16", sl, NKr, sb, ta.calls[ZT_CE_swiglu_bwd_d16]);
             tap_ok(tb.calls[ZT_CE_swiglu_fwd] == n * K2 && tb.calls[ZT_CE_swiglu_bwd] == n * K2 &&
                        tb.calls[ZT_CE_swiglu_fwd16] == 0 && tb.calls[ZT_CE_swiglu_bwd16] == 0 &&
                        ta.calls[ZT_CE_matmul_bwd_a16] - tb.calls[ZT_CE_matmul_bwd_a16] >= n * K2,
