@@ -1045,6 +1045,30 @@ typedef struct zt_backend {
     void (*rows_dot16)(float *out, float *a, const uint16_t *b16, const float *w, int n, int C);
     void (*rows_scatter16)(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
                            int C);
+    /* ---- the Mixture of Experts' grouped backward input gradients (last;
+     * optional: NULL when the backend has none, libtrain/moe.c then runs
+     * a matmul_bwd_d16 an expert; config.h ZT_W16_MOEGB) ----
+     * matmul_grouped_bwd_o16: G input-gradient GEMMs over consecutive row
+     * blocks (n, o_g as matmul_grouped_o16's): dinp16[o_g.., C] =
+     * bf16(dout16_g @ w16_g), dout16_g = dout16 + o_g OC (bf16 [n[g], OC]),
+     * w16_g = w16 + g OC C (bf16 [OC, C]).  No weight gradient.  Bitwise,
+     * on the cpu backends, the loop matmul_bwd_o16(dinp16 + o_g C, tmp, NULL,
+     * NULL, NULL, dout16 + o_g OC, NULL, NULL, NULL, w16_g, n[g], C, OC)
+     * over the blocks with n[g] > 0 (cpu: that loop; tmp [rows, C] fp32
+     * scratch, unused on cuda but for its fallback: contents after
+     * unspecified).  cuda: bf16 matmul mode only (fp32 mode records an
+     * error and computes nothing); one cublasGemmGroupedBatchedEx (bf16 A,
+     * B, C, fp32 compute; m C, n n[g], k OC, A N, B N), its pointer arrays
+     * in scratch (zt_cuda_ws_matmul_grouped(0, ...)); where cuBLAS refuses
+     * (any error status) the per-block matmul_bwd_o16 loop for the rest of
+     * the run, reported once (the forward's switch: one for both).
+     * rows_dot16h: rows_dot16 with a in bf16: out[i] = sum_c fp32(a16[i, c])
+     * fp32(b16[i, c]) (the columns in order), then, when w != NULL,
+     * a16[i, c] = bf16(w[i] fp32(a16[i, c])) in place (nearest even); one
+     * pass. */
+    void (*matmul_grouped_bwd_o16)(uint16_t *dinp16, float *tmp, const uint16_t *dout16,
+                                   const uint16_t *w16, const int *n, int G, int C, int OC);
+    void (*rows_dot16h)(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

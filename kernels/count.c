@@ -53,7 +53,8 @@ enum {
     K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
-    K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_ROWS_DOT16, K_ROWS_SCATTER16, K_N
+    K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_ROWS_DOT16, K_ROWS_SCATTER16,
+    K_GEMM_GROUPED_BWD, K_ROWS_DOT16H, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -175,6 +176,8 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SIGMOID_BWD] = {"k_sigmoid_bwd", ZT_CC_STREAM},
     [K_GEMM_GROUPED] = {"cublasGemmGroupedBatchedEx bf16", ZT_CC_GEMM_BF16},
     [K_GROUPED_PTRS] = {"k_grouped_ptrs", ZT_CC_SCATTER},
+    [K_GEMM_GROUPED_BWD] = {"cublasGemmGroupedBatchedEx bf16 dinp", ZT_CC_GEMM_BF16},
+    [K_ROWS_DOT16H] = {"k_rows_dot16h", ZT_CC_SCATTER},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -1816,6 +1819,27 @@ static void c_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16
         rec(K_GROUPED_PTRS, 0, 3 * (gn - q < 256 ? gn - q : 256) * sizeof(void *));
     rec(K_GEMM_GROUPED, fl, by);
 }
+/* matmul_grouped_bwd_o16 (cuda_matmul.cu, bf16 mode): the pointer arrays
+ * (k_grouped_ptrs, as the forward's), then one cublasGemmGroupedBatchedEx:
+ * 2 n C OC FLOPs a block, its weight (OC C h) and output gradient (n OC h)
+ * read and input gradient (n C h) written.  No blocks with rows: nothing. */
+static void c_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16,
+                                     const uint16_t *w16, const int *n, int G, int C, int OC) {
+    call(ZT_CE_matmul_grouped_bwd_o16);
+    if (g_inner) g_inner->matmul_grouped_bwd_o16(dinp16, tmp, dout16, w16, n, G, C, OC);
+    if (g_mode != ZT_MATMUL_BF16 || !n || G <= 0 || C <= 0 || OC <= 0) return;
+    double fl = 0, by = 0, gn = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        gn += 1;
+        fl += 2 * D(n[g]) * D(OC) * D(C);
+        by += (D(OC) * D(C) + D(n[g]) * D(OC) + D(n[g]) * D(C)) * H;
+    }
+    if (gn == 0) return;
+    for (double q = 0; q < gn; q += 256)
+        rec(K_GROUPED_PTRS, 0, 3 * (gn - q < 256 ? gn - q : 256) * sizeof(void *));
+    rec(K_GEMM_GROUPED_BWD, fl, by);
+}
 static void c_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
     call(ZT_CE_gelu_fwd16);
     if (g_inner) g_inner->gelu_fwd16(out16, in16, tmp, n);
@@ -2312,6 +2336,16 @@ static void c_rows_dot16(float *out, float *a, const uint16_t *b16, const float 
     const double nc = D(n) * (C > 0 ? C : 0);
     rec(K_ROWS_DOT16, (w ? 3 : 2) * nc, nc * (F + 2) + (w ? nc * F + D(n) * F : 0) + D(n) * F);
 }
+/* k_rows_dot16h, a thread a row: reads a16 n C h, b16 n C h, w n f (when
+ * given), writes out n f and (with w) a16's scaled rows n C h; FLOPs 2 n
+ * C, + n C with w (launched for C = 0 too: zeros) */
+static void c_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C) {
+    call(ZT_CE_rows_dot16h);
+    if (g_inner) g_inner->rows_dot16h(out, a16, b16, w, n, C);
+    if (n <= 0) return;
+    const double nc = D(n) * (C > 0 ? C : 0);
+    rec(K_ROWS_DOT16H, (w ? 3 : 2) * nc, nc * 4 + (w ? nc * 2 + D(n) * F : 0) + D(n) * F);
+}
 /* k_rows_scatter16, rows_scatter's (a thread a column, the n rows in
  * order) with x in bf16: reads rows n i, w n f (when given), x16 n C h,
  * y's n row updates read and written 2 n C f; FLOPs 2 n C with w, else
@@ -2551,7 +2585,9 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
         t->sigmoid_bwd = c_sigmoid_bwd;
         if (!inner || inner->rows_dot16) t->rows_dot16 = c_rows_dot16;
         if (!inner || inner->rows_scatter16) t->rows_scatter16 = c_rows_scatter16;
+        if (!inner || inner->rows_dot16h) t->rows_dot16h = c_rows_dot16h;
     }
+    if (!inner || inner->matmul_grouped_bwd_o16) t->matmul_grouped_bwd_o16 = c_matmul_grouped_bwd_o16;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -405,6 +405,17 @@ static void p_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16
         if (n[g] > 0) rows += n[g], wb += 2.0 * OC * C;
     k_end(t, ZT_PROF_MATMUL_FWD, 2.0 * rows * C * OC, (inp16 ? 2.0 : F4) * rows * C + 2.0 * rows * OC + wb);
 }
+/* the MoE's grouped backward input gradients: the blocks' dinp GEMMs
+ * together (bf16 operands and output) */
+static void p_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16,
+                                     const uint16_t *w16, const int *n, int G, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_grouped_bwd_o16(dinp16, tmp, dout16, w16, n, G, C, OC);
+    double rows = 0, wb = 0;
+    for (int g = 0; g < G; ++g)
+        if (n[g] > 0) rows += n[g], wb += 2.0 * OC * C;
+    k_end(t, ZT_PROF_MATMUL_BWD, 2.0 * rows * C * OC, 2.0 * rows * OC + 2.0 * rows * C + wb);
+}
 /* the base input gradient accumulated into bf16: matmul_bwd_acc's counts
  * with dinp16 read and written in bf16 */
 static void p_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
@@ -927,6 +938,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(qknorm_rope_bwd16);
     W(matmul_bwd_acc16);
     W(matmul_grouped_o16);
+    W(matmul_grouped_bwd_o16);
     W(adamw);
     W(sumsq);
     W(scale);

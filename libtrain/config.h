@@ -362,7 +362,20 @@ typedef struct zt_model_config {
  *                   in bf16 in place of gate|up (swiglu_bwd_d16, as the
  *                   dense MLP), then matmul_bwd_d16 an expert; instead of
  *                   each expert's GEMMs rounding their slice.  The same
- *                   values (bitwise: tests/test_count.c) */
+ *                   values (bitwise: tests/test_count.c)
+ *   ZT_W16_MOEGB    ZT_TEST_NO_MOEGB: with ZT_W16_MOED16, the experts' output
+ *                   kept off (ZT_W16_NOYP), the bf16 expert weights bound and
+ *                   the backend's grouped entries (backend.h
+ *                   matmul_grouped_bwd_o16, rows_dot16h, swiglu_bwd_dd16,
+ *                   rows_scatter16), the experts' input gradients in two
+ *                   grouped GEMMs a layer writing bf16 (down's into dhp's
+ *                   bytes, its routing-weight dot and weighting in bf16 by
+ *                   rows_dot16h, read by swiglu_bwd_dd16; gate|up's into
+ *                   dxr's bytes, summed per token by rows_scatter16); the
+ *                   weight gradients stay a GEMM an expert.  NOT the same
+ *                   values (down's and gate|up's input gradients rounded to
+ *                   bf16, the weighting rounded again; tests/test_count.c's
+ *                   bounds) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -402,6 +415,7 @@ typedef struct zt_model_config {
 #define ZT_W16_MX16       (UINT64_C(1) << 35)
 #define ZT_W16_NOYP       (UINT64_C(1) << 36)
 #define ZT_W16_MOED16     (UINT64_C(1) << 37)
+#define ZT_W16_MOEGB      (UINT64_C(1) << 38)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

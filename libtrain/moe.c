@@ -499,16 +499,26 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
  * weighted rows wsel_i dy[row_i] (gathered again into dyp), as the fp32
  * path's.  Each bf16 GEMM rounds its own dout: the input gradients round
  * dy[row_i], the weight gradients wsel_i dy[row_i]. */
+/* (gb: the input gradients g_i in bf16 by one grouped GEMM into dhp's
+ * bytes (tmp dgup, free until SwiGLU's backward), then rows_dot16h: the
+ * dot over bf16 g_i, wsel_i g_i rounded back in place, the bf16 dh that
+ * swiglu_bwd_dd16 reads) */
 static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_moe_w *w,
                        zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g, const float *dy, int N,
-                       const int *nl) {
+                       const int *nl, int gb) {
     const int C = s->C, I = s->I, NK = N * s->K, El = s->E;   /* (no expert parallelism) */
     size_t o = 0;
     /* (d16: the rows rounded once into dxp's bytes, free until gate|up's
      * input gradients) */
     uint16_t *d16 = a->d16 ? (uint16_t *)(void *)g->dxr : NULL;
     if (d16) be->to_bf16(d16, g->dyp, (size_t)NK * C);
-    for (int l = 0; l < El; ++l) {   /* g [NK, I] into dhp */
+    if (gb) {
+        uint16_t *dh16 = (uint16_t *)(void *)g->dhp;
+        be->matmul_grouped_bwd_o16(dh16, g->dgup, d16, w->down16, nl, El, I, C);
+        for (int l = 0; l < El; ++l) o += (size_t)nl[l];
+        be->rows_dot16h(g->dwsel, dh16, a->hp16, a->wsel, NK, I);
+    }
+    for (int l = 0; l < El && !gb; ++l) {   /* g [NK, I] into dhp */
         const int c = nl[l];
         if (c == 0) continue;
         const size_t dn = (size_t)l * C * I;
@@ -520,7 +530,9 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
                                W(down, dn), W16(down16, dn), c, I, C);
         o += (size_t)c;
     }
-    if (be->rows_dot16) {   /* one pass over g and hp16 */
+    if (gb) {
+        /* (rows_dot16h above) */
+    } else if (be->rows_dot16) {   /* one pass over g and hp16 */
         be->rows_dot16(g->dwsel, g->dhp, a->hp16, a->wsel, NK, I);
     } else {   /* (a table without it: hp16 widened into dgup) */
         be->from_bf16(g->dgup, a->hp16, (size_t)NK * I);
@@ -558,6 +570,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
     const int o16 = outputs16(a) && !a->yp16;   /* (yp16: kept, the test hook) */
+    /* (gb: the input gradients in grouped bf16 GEMMs, zt_moe_acts gb16:
+     * dh in bf16 in dhp's bytes, gate|up's into dxr's, summed per token
+     * by rows_scatter16) */
+    const int gb = a->gb16 && a->d16 && o16 && P <= 1 && w->gate_up16 && w->down16 &&
+                   be->matmul_grouped_bwd_o16 && be->rows_dot16h && be->swiglu_bwd_dd16 &&
+                   be->rows_scatter16;
     if (!o16) {
         /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order
          * (yp16 widened into dyp, which the next gather overwrites) */
@@ -587,7 +605,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     if (a->gup16) {
         /* (bf16: the down GEMMs' backward reading hp16, SwiGLU's over every
          * row at once reading gup16, then gate|up's) */
-        if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl);   /* (o: the rows) */
+        if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl, gb);   /* (o: the rows) */
         /* (d16: the received rows rounded once into dxr's bytes, free
          * after the regroup into dyr, until gate|up's input gradients) */
         uint16_t *d16 = a->d16 && !o16 ? (uint16_t *)(void *)g->dxr : NULL;
@@ -609,15 +627,21 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         /* (d16: gate|up's gradient in bf16 alone, written in place of
          * gup16, its last reader, as the dense MLP's; the GEMMs read it) */
         uint16_t *dgu16 = a->d16 ? a->gup16 : NULL;
-        if (o && dgu16) be->swiglu_bwd_d16(NULL, dgu16, g->dhp, a->gup16, (int)o, I);
+        if (o && gb) be->swiglu_bwd_dd16(NULL, dgu16, (const uint16_t *)(const void *)g->dhp, a->gup16, (int)o, I);
+        else if (o && dgu16) be->swiglu_bwd_d16(NULL, dgu16, g->dhp, a->gup16, (int)o, I);
         else if (o) be->swiglu_bwd16(g->dgup, g->dhp, a->gup16, (int)o, I);
+        /* (gb: the input gradients in bf16 into dxr's bytes, tmp dyp;
+         * then the weight gradients alone a GEMM an expert) */
+        if (o && gb)
+            be->matmul_grouped_bwd_o16((uint16_t *)(void *)dxe, g->dyp, dgu16, w->gate_up16, nl, El, C, 2 * I);
         o = 0;
         for (int l = 0; l < El; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t gu = (size_t)l * 2 * I * C;
+            if (gb && !gw->gate_up) break;   /* (a frozen base: nothing more) */
             if (dgu16)
-                be->matmul_bwd_d16(dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL, NULL,
+                be->matmul_bwd_d16(gb ? NULL : dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL, NULL,
                                    dgu16 + o * 2 * I, x16 ? NULL : a->xr + o * C,
                                    x16 ? a->xp16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c,
                                    C, 2 * I);
@@ -651,6 +675,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
     zt_mm_bwd_x(be, g->dx, gw->router, NULL, g->dlogits, x, x16, w->router, w->router16, N, C, E);
-    be->rows_scatter(g->dx, g->dxp, a->rows, NULL, NK, C);
+    if (gb) be->rows_scatter16(g->dx, (const uint16_t *)(const void *)g->dxp, a->rows, NULL, NK, C);
+    else be->rows_scatter(g->dx, g->dxp, a->rows, NULL, NK, C);
     return ZT_OK;
 }

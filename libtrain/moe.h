@@ -128,6 +128,11 @@ typedef struct zt_moe_acts {
      * the backward's dxr (free until gate|up's input gradients), gate|up's
      * written by swiglu_bwd_d16 in place of gup16 (its last reader) */
     int d16;
+    /* d16: the experts' input gradients in grouped GEMMs writing bf16
+     * (config.h ZT_W16_MOEGB; set by the model; moe.c zt_moe_backward
+     * takes it where the outputs are not kept, there is no expert
+     * parallelism and the bf16 expert weights are bound) */
+    int gb16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block

@@ -3013,6 +3013,10 @@ static void moe_counted(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, ck, " checkpointed", 2, 0},
         {"llama:3,4,2,32,48,64,2,16,untied", 3, sh, " shared expert", 1, 1},
         {"llama:2,4,2,32,48,64,2,16,untied", 3, ck, " checkpointed", 2, 0}};
+    /* (the checks below are of the per-expert input gradients, the paths
+     * they compare bitwise; the grouped ones, config.h ZT_W16_MOEGB, not
+     * the same values, are checked after them) */
+    setenv("ZT_TEST_NO_MOEGB", "1", 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cm_shape s;
         cm_shape_parse(cases[i].shape, &s);
@@ -3276,6 +3280,79 @@ static void moe_counted(void) {
         }
     }
 
+    unsetenv("ZT_TEST_NO_MOEGB");
+
+    /* the experts' input gradients in grouped bf16 GEMMs (config.h
+     * ZT_W16_MOEGB, the default): down's and gate|up's one
+     * matmul_grouped_bwd_o16 each a block's backward, the routing weights'
+     * dot and the rows' scale over bf16 (rows_dot16h for rows_dot16),
+     * SwiGLU's backward reading the bf16 dh (swiglu_bwd_dd16 for
+     * swiglu_bwd_d16), the rows' input gradients summed from bf16
+     * (rows_scatter16 for the rows_scatter of dx); the weight gradients a
+     * GEMM an expert as before.  Against ZT_TEST_NO_MOEGB: losses within
+     * 2^-12 and gradient norms within 2^-7 relative (dh, the weighted dh
+     * and the rows' input gradients rounded to bf16), not bitwise; fewer
+     * launches; the same activations.  A cpu table without the grouped
+     * entry: bitwise ZT_TEST_NO_MOEGB's. */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        char what[160];
+        snprintf(what, sizeof what, "MoE grouped input gradients %s stage %d%s", cases[i].shape, cases[i].stage,
+                 cases[i].name);
+        double rg[4][2], rn[4][2], rt[4][2];
+        long w = 0, r = 0;
+        w16_mem mg, mn, mt;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        int rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rg, &w, &r, &mg, &st);
+        const zt_count_totals tg = g_w16_tot;
+        setenv("ZT_TEST_NO_MOEGB", "1", 1);
+        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rn, &w, &r, &mn, &st);
+        unsetenv("ZT_TEST_NO_MOEGB");
+        const zt_count_totals tn = g_w16_tot;
+        static zt_backend nogb;
+        nogb = *zt_backend_cpu();
+        nogb.matmul_grouped_bwd_o16 = NULL;
+        g_w16_inner = &nogb;
+        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rt, &w, &r, &mt, &st);
+        g_w16_inner = NULL;
+        const zt_count_totals tt = g_w16_tot;
+        if (!tap_ok(rc == ZT_OK, "%s: 4 steps, grouped and not", what)) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        double dl = 0, dn = 0;
+        for (int q = 0; q < 4; q++) {
+            const double a = fabs(rg[q][0] - rn[q][0]) / fabs(rn[q][0]);
+            const double b = fabs(rg[q][1] - rn[q][1]) / fabs(rn[q][1]);
+            if (!(a <= dl)) dl = a;
+            if (!(b <= dn)) dn = b;
+        }
+        const long n = 4L * s.L, P = cases[i].P, sh1 = cases[i].shared;
+        tap_ok(dl <= 0x1p-12 && dn <= 0x1p-7 && memcmp(rg, rn, sizeof rg) != 0 && mg.acts_peak == mn.acts_peak &&
+                   mg.acts_plan == mn.acts_plan,
+               "%s: losses within %.2e and gradient norms within %.2e relative of ZT_TEST_NO_MOEGB's (bounds "
+               "2^-12, 2^-7), not bitwise; the same activations (peak %llu, planned %llu)",
+               what, dl, dn, (unsigned long long)mg.acts_peak, (unsigned long long)mg.acts_plan);
+        tap_ok(tg.calls[ZT_CE_matmul_grouped_bwd_o16] == 2 * n && tg.calls[ZT_CE_rows_dot16h] == n &&
+                   tg.calls[ZT_CE_rows_dot16] == 0 && tg.calls[ZT_CE_swiglu_bwd_dd16] == n &&
+                   tg.calls[ZT_CE_swiglu_bwd_d16] == 0 && tg.calls[ZT_CE_rows_scatter16] == n * (P + 1) &&
+                   tg.calls[ZT_CE_rows_scatter] == n * (1 + sh1 * P) &&
+                   tn.calls[ZT_CE_matmul_grouped_bwd_o16] == 0 && tn.calls[ZT_CE_rows_dot16h] == 0 &&
+                   tn.calls[ZT_CE_rows_dot16] == n && tn.calls[ZT_CE_swiglu_bwd_d16] == n &&
+                   tg.launches < tn.launches && tg.flops == tn.flops,
+               "%s: %ld matmul_grouped_bwd_o16 (2 a block's backward), %ld rows_dot16h, %ld swiglu_bwd_dd16, "
+               "%ld rows_scatter16 (+ dx's), %ld rows_scatter; ZT_TEST_NO_MOEGB: %ld rows_dot16, %ld "
+               "swiglu_bwd_d16; launches %ld (%ld), FLOPs the same",
+               what, tg.calls[ZT_CE_matmul_grouped_bwd_o16], tg.calls[ZT_CE_rows_dot16h],
+               tg.calls[ZT_CE_swiglu_bwd_dd16], tg.calls[ZT_CE_rows_scatter16], tg.calls[ZT_CE_rows_scatter],
+               tn.calls[ZT_CE_rows_dot16], tn.calls[ZT_CE_swiglu_bwd_d16], tg.launches, tn.launches);
+        tap_ok(!memcmp(rt, rn, sizeof rt) && tt.calls[ZT_CE_matmul_grouped_bwd_o16] == 0 &&
+                   tt.calls[ZT_CE_rows_dot16h] == 0,
+               "%s: a table without matmul_grouped_bwd_o16: the per-expert path, bitwise ZT_TEST_NO_MOEGB's", what);
+    }
+
     /* the bare table through bench/costmodel's step */
     for (int ckp = 0; ckp < 2; ckp++) {
         cm_shape s;
@@ -3299,10 +3376,11 @@ static void moe_counted(void) {
             continue;
         }
         static const char *const names[] = {"cublasLt gemm bf16", "k_moe_route_fwd", "k_moe_route_bwd",
-                                            "k_rows_gather", "k_rows_scatter", "k_rows_dot16",
+                                            "k_rows_gather", "k_rows_scatter", "k_rows_dot16h",
                                             "k_rows_scatter16", "k_moe_count",
                                             "k_moe_offsets", "k_moe_fill", "k_swiglu_fwd16", "k_swiglu_bwd16",
-                                            "cublasGemmGroupedBatchedEx bf16"};
+                                            "cublasGemmGroupedBatchedEx bf16",
+                                            "cublasGemmGroupedBatchedEx bf16 dinp"};
         int same = 1;
         long nb = 0;
         for (size_t q = 0; q < sizeof names / sizeof names[0]; q++) {
@@ -3877,9 +3955,13 @@ static void bf16_dh16(void) {
         const w16_case *c = &cases[i].c;
         w16_pair p;
         char what[192];
-        if (!w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 137438953472ULL, names,
-                          " (cpu)", what, sizeof what))
-            continue;
+        /* (the MoE's experts: their own bf16 dh with the grouped input
+         * gradients, config.h ZT_W16_MOEGB, moe_counted's; off here) */
+        if (c->extra == moe) setenv("ZT_TEST_NO_MOEGB", "1", 1);
+        const int ran = w16_case_run(&p, cases[i].on ? &kind : &same, c, c->arg | 137438953472ULL, names,
+                                     " (cpu)", what, sizeof what);
+        unsetenv("ZT_TEST_NO_MOEGB");
+        if (!ran) continue;
         const long n = cases[i].on ? 4L * p.s.L : 0;
         /* (the bytes a call fewer: the GEMM's D and the GLU's dout, 2 N H each) */
         const double nh = (double)p.s.B * p.s.T * p.s.I, gemm = n * 2 * nh, all = n * 4 * nh;

@@ -2499,6 +2499,97 @@ static void test_grouped(const int *n, int G, int C, int OC) {
     precision_left_fp32("matmul_grouped_o16");
 }
 
+/* its input gradients (backend.h matmul_grouped_bwd_o16), bf16 mode: the
+ * cpu backend's bitwise its per-block matmul_bwd_o16 loop (input gradients
+ * alone); the GPU's the CPU's within one bf16 ulp, and on the simulator
+ * bitwise the GPU's own per-block loop, and bitwise again where cuBLAS
+ * refuses the grouped call (the loop for the rest of the run, reported).
+ * Nothing written past the rows. */
+static void test_grouped_bwd(const int *n, int G, int C, int OC) {
+    char name[200], tag[96];
+    size_t rows = 0;
+    for (int g = 0; g < G; ++g) rows += (size_t)n[g];
+    snprintf(tag, sizeof tag, "G=%d rows=%zu C=%d OC=%d", G, rows, C, OC);
+    if (!gpu->matmul_grouped_bwd_o16 || !cpu->matmul_grouped_bwd_o16) {
+        tap_skip("matmul_grouped_bwd_o16", "the table has no grouped input-gradient GEMM");
+        return;
+    }
+    size_t fr = 0, to = 0;
+    char dn[128] = "";
+    const int sim = !selftest && gpu->device_memory && gpu->device_memory(&fr, &to, dn, sizeof dn) == 0 &&
+                    strstr(dn, "cudasim");
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    const size_t nd = rows * OC, no = rows * C + 5, nw = (size_t)G * OC * C;   /* (+5: past the rows) */
+    float *d = fvec(nd ? nd : 1, 1.0), *wf = fvec(nw, 0.5), *t = xmalloc((rows ? rows : 1) * C * 4);
+    uint16_t *d16 = xmalloc(nd * 2 + 2), *w16 = xmalloc(nw * 2), *ref = xmalloc(no * 2), *got = xmalloc(no * 2),
+             *gh = xmalloc(no * 2);
+    cpu->to_bf16(d16, d, nd);
+    cpu->to_bf16(w16, wf, nw);
+    float *t_d = gpu->alloc((rows ? rows : 1) * C * 4);
+    uint16_t *d16_d = dev(d16, nd * 2 + 2), *w16_d = dev(w16, nw * 2), *o_d = gpu->alloc(no * 2),
+             *l_d = gpu->alloc(no * 2);
+    /* the cpu: the loop the entry documents */
+    for (size_t i = 0; i < no; ++i) ref[i] = got[i] = 0x7fc1;
+    size_t o = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] > 0)
+            cpu->matmul_bwd_o16(ref + o * C, t, NULL, NULL, NULL, d16 + o * OC, NULL, NULL, NULL,
+                                w16 + (size_t)g * OC * C, n[g], C, OC);
+        o += (size_t)n[g];
+    }
+    cpu->matmul_grouped_bwd_o16(got, t, d16, w16, n, G, C, OC);
+    tap_ok(!memcmp(ref, got, no * 2), "cpu matmul_grouped_bwd_o16 %s: bitwise the per-block matmul_bwd_o16 loop, "
+           "nothing past the rows", tag);
+    /* the GPU's against the CPU's */
+    gpu->to_device(o_d, got, no * 2);   /* (the fill past the rows) */
+    gpu->matmul_grouped_bwd_o16(o_d, t_d, d16_d, w16_d, n, G, C, OC);
+    gpu->to_host(gh, o_d, no * 2);
+    size_t bad = 0, past = 0;
+    for (size_t i = 0; i < no; ++i) {
+        if (i >= rows * C) { past += gh[i] != 0x7fc1; continue; }
+        const float a = zt_cvt_bf16_to_f32(gh[i]), b = zt_cvt_bf16_to_f32(ref[i]);
+        if (!(fabsf(a - b) <= 0x1p-7f * fabsf(b) + 1e-6f)) bad++;
+    }
+    tap_ok(bad == 0 && past == 0, "matmul_grouped_bwd_o16 %s: the CPU's within one bf16 ulp (%zu outside), "
+           "nothing past the rows (%zu written)", tag, bad, past);
+    if (sim) {
+        gpu->to_device(l_d, got, no * 2);
+        o = 0;
+        for (int g = 0; g < G; ++g) {
+            if (n[g] > 0)
+                gpu->matmul_bwd_o16(l_d + o * C, t_d, NULL, NULL, NULL, d16_d + o * OC, NULL, NULL, NULL,
+                                    w16_d + (size_t)g * OC * C, n[g], C, OC);
+            o += (size_t)n[g];
+        }
+        snprintf(name, sizeof name, "matmul_grouped_bwd_o16 %s: bitwise the GPU's per-block matmul_bwd_o16 loop "
+                 "(simulator)", tag);
+        tap_ok(same_bits(o_d, l_d, no * 2), "%s", name);
+        /* cuBLAS refusing the grouped call: the loop, the same bytes */
+        char rep[200];
+        setenv("ZT_SIM_CUBLAS_NO_GROUPED", "1", 1);
+        gpu->to_device(l_d, got, no * 2);
+        gpu->matmul_grouped_bwd_o16(l_d, t_d, d16_d, w16_d, n, G, C, OC);
+        const int grp = zt_cuda_grouped_report(rep, sizeof rep);
+        unsetenv("ZT_SIM_CUBLAS_NO_GROUPED");
+        const int any = rows > 0 && OC > 0;
+        tap_ok(same_bits(o_d, l_d, no * 2) && grp == !any && (!any || strstr(rep, "refused the input") != NULL),
+               "matmul_grouped_bwd_o16 %s, cuBLAS refusing the call (ZT_SIM_CUBLAS_NO_GROUPED=1): the same bytes "
+               "by the per-block loop, reported (%s)", tag, rep);
+        zt_cuda_grouped_for_test(1);
+        no_error("matmul_grouped_bwd_o16 fallback");
+    } else {
+        tap_skip("matmul_grouped_bwd_o16 bitwise the GPU's per-block loop", "on the simulator only (a GPU's "
+                 "grouped kernels may sum in another order than cuBLASLt's)");
+    }
+    free(d); free(wf); free(t); free(d16); free(w16); free(ref); free(got); free(gh);
+    gpu->free(t_d); gpu->free(d16_d); gpu->free(w16_d); gpu->free(o_d); gpu->free(l_d);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    no_error("matmul_grouped_bwd_o16");
+    precision_left_fp32("matmul_grouped_bwd_o16");
+}
+
 static void test_moe(int N, int E, int K, int C) {
     if (!gpu->moe_route_fwd || !gpu->moe_route_bwd || !gpu->rows_gather || !gpu->rows_scatter ||
         !gpu->rows_dot || !gpu->sigmoid_fwd || !gpu->sigmoid_bwd) {
@@ -2642,6 +2733,32 @@ static void test_moe(int N, int E, int K, int C) {
             cmpd(name, dot_d, dref, (size_t)n, 1e-5, 1e-6);
             snprintf(name, sizeof name, "rows_dot16 (%s) a (%s) %s", what, wv ? "scaled in place" : "untouched", tag);
             cmpd(name, out_d, ref, nc, 0, 0);
+            /* rows_dot16h (a in bf16: moe.c down_bwd16's grouped path): on
+             * the CPU bitwise rows_dot16 over the widened a16, the scaled
+             * rows rounded back; on the GPU the dot within rows_dot's
+             * tolerance, a16 bitwise the CPU's */
+            if (cpu->rows_dot16h && gpu->rows_dot16h) {
+                uint16_t *a16 = xmalloc(nc * 2 + 2), *r16 = xmalloc(nc * 2 + 2), *g16 = xmalloc(nc * 2 + 2);
+                cpu->to_bf16(a16, xs, nc);
+                cpu->from_bf16(a, a16, nc);
+                cpu->rows_dot16(dref, a, b16, wv ? w : NULL, n, C);
+                cpu->to_bf16(r16, a, nc);
+                uint16_t *a16_d = dev(a16, nc * 2 + 2);
+                cpu->rows_dot16h(dot, a16, b16, wv ? w : NULL, n, C);
+                tap_ok(!memcmp(dot, dref, (size_t)n * 4) && !memcmp(a16, r16, nc * 2),
+                       "rows_dot16h (%s) on the CPU: bitwise rows_dot16 over the widened a16, a16 %s %s", what,
+                       wv ? "scaled and rounded back" : "untouched", tag);
+                gpu->rows_dot16h(dot_d, a16_d, b16_d, wv ? w_d : NULL, n, C);
+                snprintf(name, sizeof name, "rows_dot16h (%s) out %s", what, tag);
+                cmpd(name, dot_d, dref, (size_t)n, 1e-5, 1e-6);
+                gpu->to_host(g16, a16_d, nc * 2);
+                tap_ok(!memcmp(g16, r16, nc * 2), "rows_dot16h (%s) a16 (%s) on the GPU: bitwise the CPU's %s", what,
+                       wv ? "scaled in place" : "untouched", tag);
+                free(a16); free(r16); free(g16);
+                gpu->free(a16_d);
+            } else {
+                tap_skip("rows_dot16h", "the table has no bf16-a row dot");
+            }
         }
         for (int v = 0; v < 3; ++v) {   /* rows and w; rows alone; neither */
             const int *r = v < 2 ? rows : NULL, *r_d = v < 2 ? rows_d : NULL;
@@ -4278,6 +4395,11 @@ int main(void) {
         static int nm[600];
         for (int g = 0; g < 600; ++g) nm[g] = g % 3 == 1 ? 0 : 1 + g % 3;
         test_grouped(nm, 600, 8, 5);
+        test_grouped_bwd(n6, 6, 13, 9);
+        test_grouped_bwd(n1, 1, 9, 13);
+        test_grouped_bwd(n0, 2, 13, 9);
+        test_grouped_bwd(nq, 4, 80, 96);
+        test_grouped_bwd(nm, 600, 5, 8);
     }
     test_moe(37, 7, 3, 13);              /* E not a power of two, odd sizes */
     test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */

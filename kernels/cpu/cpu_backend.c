@@ -890,6 +890,20 @@ static void cpu_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint
     free(tmp);
 }
 
+/* matmul_grouped_bwd_o16 (backend.h): the per-block matmul_bwd_o16 loop
+ * (input gradients alone), tmp each block's fp32 scratch in turn */
+static void cpu_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16,
+                                       const uint16_t *w16, const int *n, int G, int C, int OC) {
+    if (G <= 0 || C <= 0 || !n) return;
+    size_t o = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        cpu_matmul_bwd_o16(dinp16 + o * C, tmp, NULL, NULL, NULL, dout16 + o * OC, NULL, NULL, NULL,
+                           w16 + (size_t)g * OC * C, n[g], C, OC);
+        o += (size_t)n[g];
+    }
+}
+
 static void cpu_scale(float *x, size_t n, float s) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -1187,6 +1201,8 @@ static const zt_backend cpu_backend = {
     .rows_scatter16 = zt_cpu_rows_scatter16,
     .set_dw_fresh = cpu_set_dw_fresh,
     .qknorm_rope_bwd16 = cpu_qknorm_rope_bwd16,
+    .matmul_grouped_bwd_o16 = cpu_matmul_grouped_bwd_o16,
+    .rows_dot16h = zt_cpu_rows_dot16h,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

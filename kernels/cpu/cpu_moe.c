@@ -113,6 +113,23 @@ void zt_cpu_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w
     }
 }
 
+/* rows_dot16h (backend.h): rows_dot16 over the widened a16, the scaled
+ * row rounded back in place */
+void zt_cpu_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= ZT_PAR_MIN)
+    for (int i = 0; i < n; ++i) {
+        uint16_t *p = a16 + (size_t)i * C;
+        const uint16_t *q = b16 + (size_t)i * C;
+        float s = 0;
+        for (int c = 0; c < C; ++c) {
+            const float v = zt_bf16_to_f32(p[c]);
+            s += v * zt_bf16_to_f32(q[c]);
+            if (w) p[c] = zt_f32_to_bf16(w[i] * v);
+        }
+        out[i] = s;
+    }
+}
+
 /* rows_scatter16 (backend.h): rows_scatter of the widened x16 */
 void zt_cpu_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
                            int C) {

@@ -681,6 +681,19 @@ static void s_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16
         cpu()->matmul_grouped_o16(out16, inp, inp16, w16, n, G, C, OC);
     leave();
 }
+/* (dinp16 [rows, C] written, tmp [rows, C] fp32 scratch; dout16 [rows,
+ * OC]; w16 [G, OC, C]; n: host ints) */
+static void s_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16,
+                                     const uint16_t *w16, const int *n, int G, int C, int OC) {
+    enter();
+    size_t rows = 0;
+    for (int g = 0; n && g < G; ++g) rows += n[g] > 0 ? (size_t)n[g] : 0;
+    if (rows && C > 0 &&
+        NEED_ALL("matmul_grouped_bwd_o16", {"dinp16", dinp16, rows * C * 2}, {"tmp", tmp, rows * C * F},
+                 {"dout16", dout16, rows * OC * 2}, {"w16", w16, (size_t)G * OC * C * 2}))
+        cpu()->matmul_grouped_bwd_o16(dinp16, tmp, dout16, w16, n, G, C, OC);
+    leave();
+}
 /* (the gradients g[n] the dW GEMMs may overwrite: device memory; g NULL:
  * none) */
 static void s_set_dw_fresh(float *g, size_t n) {
@@ -1037,6 +1050,16 @@ static void s_rows_dot16(float *out, float *a, const uint16_t *b16, const float 
     NEED_DEV("rows_dot16", "b16", b16, (size_t)n * C * 2);
     NEED_DEV("rows_dot16", "w", w, (size_t)n * F);
     if (ok) cpu()->rows_dot16(out, a, b16, w, n, C);
+    leave();
+}
+static void s_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_dot16h", "out", out, (size_t)n * F);
+    NEED_DEV("rows_dot16h", "a16", a16, (size_t)n * C * 2);
+    NEED_DEV("rows_dot16h", "b16", b16, (size_t)n * C * 2);
+    NEED_DEV("rows_dot16h", "w", w, (size_t)n * F);
+    if (ok) cpu()->rows_dot16h(out, a16, b16, w, n, C);
     leave();
 }
 static void s_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
@@ -1863,6 +1886,8 @@ static const zt_backend strict_backend = {
     .rows_scatter16 = s_rows_scatter16,
     .set_dw_fresh = s_set_dw_fresh,
     .qknorm_rope_bwd16 = s_qknorm_rope_bwd16,
+    .matmul_grouped_bwd_o16 = s_matmul_grouped_bwd_o16,
+    .rows_dot16h = s_rows_dot16h,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -213,6 +213,7 @@ void zt_cuda_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, in
 void zt_cuda_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C);
 void zt_cuda_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C);
 void zt_cuda_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C);
+void zt_cuda_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C);
 void zt_cuda_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
                             int C);
 void zt_cuda_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E);
@@ -377,6 +378,9 @@ void zt_cuda_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t 
 /* the MoE experts' grouped forward GEMM (backend.h matmul_grouped_o16) */
 void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
                                 const uint16_t *w16, const int *n, int G, int C, int OC);
+/* its input gradients (backend.h matmul_grouped_bwd_o16) */
+void zt_cuda_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16, const uint16_t *w16,
+                                    const int *n, int G, int C, int OC);
 /* the base input gradient accumulated into a bf16 gradient (backend.h matmul_bwd_acc16) */
 void zt_cuda_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
                               const float *w, const uint16_t *w16, int N, int C, int OC);

@@ -916,56 +916,126 @@ extern "C" void zt_cuda_grouped_for_test(int on) {
 }
 
 /* k_grouped_ptrs's by-value arguments: up to ZT_GRP_CHUNK blocks with
- * rows, each its expert g and its row count n (2 KiB, inside the 4 KiB of
- * kernel parameters every architecture takes) */
+ * rows, each its expert g and its row count n, the weights' stride ws a
+ * block and the row strides xs, os of the B operand and the output (2 KiB,
+ * inside the 4 KiB of kernel parameters every architecture takes) */
 #define ZT_GRP_CHUNK 256
 struct zt_grp_args {
     const bf16_t *w, *x;
     bf16_t *out;
-    int C, OC, gn;
+    size_t ws;
+    int xs, os, gn;
     int g[ZT_GRP_CHUNK], n[ZT_GRP_CHUNK];
 };
 
 /* the grouped GEMM's pointer arrays for a.gn blocks whose first row is
- * o0: pa[q] = w + g_q OC C, pb[q] = x + o_q C, pc[q] = out + o_q OC (one
+ * o0: pa[q] = w + g_q ws, pb[q] = x + o_q xs, pc[q] = out + o_q os (one
  * thread: a.gn <= 256 stores each) */
 __global__ void k_grouped_ptrs(const void **pa, const void **pb, void **pc, zt_grp_args a, size_t o0) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     size_t o = o0;
     for (int q = 0; q < a.gn; ++q) {
-        pa[q] = a.w + (size_t)a.g[q] * a.OC * a.C;
-        pb[q] = a.x + o * a.C;
-        pc[q] = a.out + o * a.OC;
+        pa[q] = a.w + (size_t)a.g[q] * a.ws;
+        pb[q] = a.x + o * a.xs;
+        pc[q] = a.out + o * a.os;
         o += (size_t)a.n[q];
     }
 }
 
-static void grouped_loop(uint16_t *out16, const float *inp, const uint16_t *inp16, const uint16_t *w16,
-                         const int *n, int G, int C, int OC) {
+/* the per-block loop (cuBLAS refused the grouped call): the forward's
+ * matmul_fwd_o16 (x the bf16 input or, x NULL, the fp32 inp), or (bwd)
+ * matmul_bwd_o16's input gradient from the bf16 dout x, tmp its scratch */
+static void grouped_loop(bool bwd, uint16_t *out16, float *tmp, const float *inp, const uint16_t *x,
+                         const uint16_t *w16, const int *n, int G, int C, int OC) {
     size_t o = 0;
     for (int g = 0; g < G; ++g) {
         if (n[g] <= 0) continue;
-        zt_cuda_matmul_fwd_o16(out16 + o * OC, NULL, inp16 ? NULL : inp + o * C,
-                               inp16 ? inp16 + o * C : NULL, NULL, w16 + (size_t)g * OC * C, NULL, n[g],
-                               C, OC);
+        const uint16_t *wg = w16 + (size_t)g * OC * C;
+        if (bwd)
+            zt_cuda_matmul_bwd_o16(out16 + o * C, tmp, NULL, NULL, NULL, x + o * OC, NULL, NULL, NULL, wg, n[g], C,
+                                   OC);
+        else
+            zt_cuda_matmul_fwd_o16(out16 + o * OC, NULL, x ? NULL : inp + o * C, x ? x + o * C : NULL, NULL, wg,
+                                   NULL, n[g], C, OC);
         o += (size_t)n[g];
     }
+}
+
+/* the grouped call over the blocks with rows, gn of them: forward (m OC,
+ * k C; A = w_g^T, B = x_g, ldc OC) or backward (m C, k OC; A = w_g, B =
+ * dout_g, ldc C); ptrs: the pointer arrays' scratch.  0: done; 1: cuBLAS
+ * refused (nothing computed, g_grp_off set); -1: an error recorded. */
+static int grouped_call(bool bwd, const char *who, void **ptrs, bf16_t *out, const bf16_t *x, const uint16_t *w16,
+                        const int *n, int G, int gn, int C, int OC) {
+    int *iv = (int *)malloc(7 * (size_t)gn * sizeof(int));
+    float *sc = (float *)malloc(2 * (size_t)gn * sizeof(float));
+    cublasOperation_t *op = (cublasOperation_t *)malloc(2 * (size_t)gn * sizeof(cublasOperation_t));
+    if (!iv || !sc || !op) {
+        free(iv), free(sc), free(op);
+        zt_cuda_fail(__FILE__, __LINE__, who, "out of host memory for the GEMMs' arguments", "nothing computed");
+        return -1;
+    }
+    /* (host arrays: m n k lda ldb ldc, group sizes all 1; alpha 1, beta 0) */
+    int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *lda = iv + 3 * gn, *ldb = iv + 4 * gn, *ldc = iv + 5 * gn,
+        *one = iv + 6 * gn;
+    const int M = bwd ? C : OC, Kd = bwd ? OC : C;
+    zt_grp_args ga;
+    ga.w = (const bf16_t *)w16, ga.x = x, ga.out = out, ga.ws = (size_t)OC * C, ga.xs = Kd, ga.os = M, ga.gn = 0;
+    bool up = true;
+    size_t o = 0, o0 = 0;
+    int q = 0, q0 = 0;
+    for (int g = 0; g < G && up; ++g) {
+        if (n[g] <= 0) continue;
+        ga.g[ga.gn] = g, ga.n[ga.gn] = n[g], ++ga.gn;
+        m_[q] = M, n_[q] = n[g], k_[q] = Kd, lda[q] = C, ldb[q] = Kd, ldc[q] = M, one[q] = 1;
+        sc[q] = 1.0f, sc[gn + q] = 0.0f;
+        op[q] = bwd ? CUBLAS_OP_N : CUBLAS_OP_T, op[gn + q] = CUBLAS_OP_N;
+        o += (size_t)n[g];
+        ++q;
+        if (ga.gn == ZT_GRP_CHUNK || q == gn) {
+            /* (ZT_GRP_CHUNK blocks with rows a launch, their experts and
+             * row counts its by-value arguments) */
+            k_grouped_ptrs<<<1, 1, 0, zt_cu.stream>>>((const void **)ptrs + q0, (const void **)ptrs + gn + q0,
+                                                      ptrs + 2 * gn + q0, ga, o0);
+            up = ZT_LAUNCHED("k_grouped_ptrs");
+            q0 = q, o0 = o, ga.gn = 0;
+        }
+    }
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    if (up)
+        st = cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)ptrs, CUDA_R_16BF,
+                                        lda, (const void *const *)(ptrs + gn), CUDA_R_16BF, ldb, sc + gn,
+                                        ptrs + 2 * gn, CUDA_R_16BF, ldc, gn, one, CUBLAS_COMPUTE_32F);
+    free(iv), free(sc), free(op);
+    if (!up) return -1;
+    if (st == CUBLAS_STATUS_SUCCESS) return 0;
+    g_grp_off = 1;
+    snprintf(g_grp_why, sizeof g_grp_why, "a GEMM an expert (cublasGemmGroupedBatchedEx refused the %s call: %s)",
+             bwd ? "input gradients'" : "forward", cublasGetStatusString(st));
+    return 1;
+}
+
+/* the rows of the blocks with rows and their count (0: none) */
+static size_t grouped_rows(const int *n, int G, int *gn) {
+    size_t rows = 0;
+    *gn = 0;
+    for (int g = 0; g < G; ++g)
+        if (n[g] > 0) rows += (size_t)n[g], ++*gn;
+    return rows;
 }
 
 void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
                                 const uint16_t *w16, const int *n, int G, int C, int OC) {
     if (!a16_ok("matmul_grouped_o16") || !n || G <= 0 || OC <= 0) return;
-    size_t rows = 0;
-    int gn = 0;
-    for (int g = 0; g < G; ++g)
-        if (n[g] > 0) rows += (size_t)n[g], ++gn;
+    int gn;
+    const size_t rows = grouped_rows(n, G, &gn);
     if (!gn) return;
     if (C <= 0) {   /* (an empty product: zeros, as matmul_fwd_o16) */
         ZT_CU(cudaMemsetAsync(out16, 0, rows * OC * 2, zt_cu.stream));
         return;
     }
     if (g_grp_off) {
-        grouped_loop(out16, inp, inp16, w16, n, G, C, OC);
+        grouped_loop(false, out16, NULL, inp, inp16, w16, n, G, C, OC);
         return;
     }
     char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_grouped(inp16 == NULL, rows, C, gn),
@@ -979,55 +1049,36 @@ void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_
         x = (const bf16_t *)s;
         off = zt_al256(rows * C * 2);
     }
-    int *iv = (int *)malloc(6 * (size_t)gn * sizeof(int));
-    float *sc = (float *)malloc(2 * (size_t)gn * sizeof(float));
-    cublasOperation_t *op = (cublasOperation_t *)malloc(2 * (size_t)gn * sizeof(cublasOperation_t));
-    if (!iv || !sc || !op) {
-        free(iv), free(sc), free(op);
-        zt_cuda_fail(__FILE__, __LINE__, "matmul_grouped_o16", "out of host memory for the GEMMs' arguments",
-                     "nothing computed");
+    if (grouped_call(false, "matmul_grouped_o16", (void **)(s + off), (bf16_t *)out16, x, w16, n, G, gn, C, OC) == 1)
+        grouped_loop(false, out16, NULL, inp, inp16, w16, n, G, C, OC);
+}
+
+/* the MoE experts' grouped input gradients (backend.h
+ * matmul_grouped_bwd_o16): dinp^T[C, n_g] = w16_g dout_g^T a non-empty
+ * block, one cublasGemmGroupedBatchedEx (bf16 A, B, C, fp32 compute, A N,
+ * B N: m C, n n_g, k OC), its pointer arrays in scratch
+ * (zt_cuda_ws_matmul_grouped(0, ...)); refused: the per-block
+ * matmul_bwd_o16 loop (tmp its scratch), then and for the rest of the run
+ * (the forward's g_grp_off). */
+void zt_cuda_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16, const uint16_t *w16,
+                                    const int *n, int G, int C, int OC) {
+    if (!a16_ok("matmul_grouped_bwd_o16") || !n || G <= 0 || C <= 0) return;
+    int gn;
+    const size_t rows = grouped_rows(n, G, &gn);
+    if (!gn) return;
+    if (OC <= 0) {   /* (an empty product: zeros, as matmul_bwd_o16) */
+        ZT_CU(cudaMemsetAsync(dinp16, 0, rows * C * 2, zt_cu.stream));
         return;
     }
-    /* (host arrays: m n k lda ldb ldc, group sizes = lda's room reused
-     * below: all 1; alpha 1, beta 0; A T, B N) */
-    int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *ld_c = iv + 3 * gn, *ld_k = iv + 4 * gn,
-        *one = iv + 5 * gn;
-    void **dptr = (void **)(s + off);
-    /* (the pointers: ZT_GRP_CHUNK blocks with rows a k_grouped_ptrs
-     * launch, their experts and row counts its by-value arguments) */
-    zt_grp_args ga;
-    ga.w = (const bf16_t *)w16, ga.x = x, ga.out = (bf16_t *)out16, ga.C = C, ga.OC = OC, ga.gn = 0;
-    bool up = true;
-    size_t o = 0, o0 = 0;
-    int q = 0, q0 = 0;
-    for (int g = 0; g < G && up; ++g) {
-        if (n[g] <= 0) continue;
-        ga.g[ga.gn] = g, ga.n[ga.gn] = n[g], ++ga.gn;
-        m_[q] = OC, n_[q] = n[g], k_[q] = C, ld_c[q] = OC, ld_k[q] = C, one[q] = 1;
-        sc[q] = 1.0f, sc[gn + q] = 0.0f;
-        op[q] = CUBLAS_OP_T, op[gn + q] = CUBLAS_OP_N;
-        o += (size_t)n[g];
-        ++q;
-        if (ga.gn == ZT_GRP_CHUNK || q == gn) {
-            k_grouped_ptrs<<<1, 1, 0, zt_cu.stream>>>((const void **)dptr + q0, (const void **)dptr + gn + q0,
-                                                      dptr + 2 * gn + q0, ga, o0);
-            up = ZT_LAUNCHED("k_grouped_ptrs");
-            q0 = q, o0 = o, ga.gn = 0;
-        }
+    if (g_grp_off) {
+        grouped_loop(true, dinp16, tmp, NULL, dout16, w16, n, G, C, OC);
+        return;
     }
-    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-    if (up)
-        st = cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)dptr,
-                                        CUDA_R_16BF, ld_k, (const void *const *)(dptr + gn), CUDA_R_16BF, ld_k,
-                                        sc + gn, dptr + 2 * gn, CUDA_R_16BF, ld_c, gn, one, CUBLAS_COMPUTE_32F);
-    free(iv), free(sc), free(op);
-    if (!up) return;
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        g_grp_off = 1;
-        snprintf(g_grp_why, sizeof g_grp_why,
-                 "a GEMM an expert (cublasGemmGroupedBatchedEx refused the call: %s)", cublasGetStatusString(st));
-        grouped_loop(out16, inp, inp16, w16, n, G, C, OC);
-    }
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_grouped(0, rows, OC, gn), "grouped GEMM operands");
+    if (!s) return;
+    if (grouped_call(true, "matmul_grouped_bwd_o16", (void **)s, (bf16_t *)dinp16, (const bf16_t *)dout16, w16, n,
+                     G, gn, C, OC) == 1)
+        grouped_loop(true, dinp16, tmp, NULL, dout16, w16, n, G, C, OC);
 }
 
 /* the forward product accumulated into a bf16 output (backend.h

@@ -8,7 +8,7 @@
  *   - rows_scatter: one thread a column, the rows added in order (rows
  *     repeat: the sums' order is fixed, no atomics, deterministic);
  *   - rows_dot: one thread a row, the columns summed in order (rows_dot16
- *     the same over bf16 b, with the row scale; rows_scatter16 rows_scatter's
+ *     the same over bf16 b, with the row scale; rows_dot16h over bf16 a and b; rows_scatter16 rows_scatter's
  *     over bf16 x);
  *   - moe_permute (the routing's groups on the device): a block an expert
  *     counts its slots (k_moe_count), one thread turns the counts into
@@ -155,6 +155,23 @@ __global__ void k_rows_dot16(float *out, float *a, const uint16_t *b16, const fl
     out[i] = s;
 }
 
+/* rows_dot16h: k_rows_dot16 with a in bf16, each scaled a[i, c] rounded
+ * back in place as it is read */
+__global__ void k_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n,
+                              int C) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint16_t *p = a16 + (size_t)i * C;
+    const uint16_t *q = b16 + (size_t)i * C;
+    float s = 0;
+    for (int c = 0; c < C; ++c) {
+        const float v = zt_cvt_bf16_to_f32(p[c]);
+        s += v * zt_cvt_bf16_to_f32(q[c]);
+        if (w) p[c] = zt_cvt_f32_to_bf16(w[i] * v);
+    }
+    out[i] = s;
+}
+
 /* rows_scatter16: k_rows_scatter over the widened x16 */
 __global__ void k_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w,
                                  int n, int C) {
@@ -196,6 +213,12 @@ void zt_cuda_rows_dot16(float *out, float *a, const uint16_t *b16, const float *
     if (n <= 0) return;
     k_rows_dot16<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(out, a, b16, w, n, C);
     ZT_LAUNCHED("k_rows_dot16");
+}
+
+void zt_cuda_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C) {
+    if (n <= 0) return;
+    k_rows_dot16h<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(out, a16, b16, w, n, C);
+    ZT_LAUNCHED("k_rows_dot16h");
 }
 
 void zt_cuda_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
