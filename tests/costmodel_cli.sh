@@ -106,7 +106,8 @@ for bad in llama:2,4,2,32,48,64,2,16,qk_norm,untied llama:2,4,2,32,48,64,2,16,qk
 done
 # A Mixture of Experts (,moe=E:K:Im[:S], after ,hd=D): the routing, permutation and row kernels once a
 # block forward (the permutation's 3: k_moe_count, k_moe_offsets, k_moe_fill), the routing counts read
-# back twice a block (forward, backward), MFU over the active parameters
+# back twice a block (forward, backward), MFU over the active parameters (k_rows_dot16h: the
+# routing weights' gradient over the bf16 dh of the grouped input gradients, config.h ZT_W16_MOEGB)
 "$CM" --calib "$CAL" --shape llama:2,4,2,32,48,64,2,16,untied,qk_norm,hd=16,moe=4:2:24:16 --kernels -1 \
     --attention ztrain > "$W/moe" 2> "$W/err"
 ok $? "costmodel on a tiny Llama MoE (shared expert, head size 16): exit 0"
@@ -114,7 +115,7 @@ check "moe: the shape line and the active parameters' MFU" \
     bash -c "grep -q 'llama MoE L=2 NH=4 NKV=2 C=32 qk_norm E=4 K=2 Im=24 S=16' '$W/moe' &&
              grep -q 'MFU counts the ACTIVE parameters' '$W/moe' && grep -q '^  predicted step ' '$W/moe'"
 check "moe: k_moe_route_fwd, k_moe_count, k_moe_offsets, k_moe_fill 2 launches each (one a block)" \
-    bash -c "for k in k_moe_route_fwd k_moe_route_bwd k_moe_count k_moe_offsets k_moe_fill k_rows_dot k_rows_dot16; do
+    bash -c "for k in k_moe_route_fwd k_moe_route_bwd k_moe_count k_moe_offsets k_moe_fill k_rows_dot k_rows_dot16h; do
                  grep -Eq \"^  \$k +scatter +[0-9.]+ +[0-9.]+% +[24] \" '$W/moe' || exit 1; done"
 check "moe: k_rows_gather (stream) and k_sigmoid_fwd listed" \
     bash -c "grep -Eq '^  k_rows_gather +stream ' '$W/moe' && grep -Eq '^  k_sigmoid_fwd +stream ' '$W/moe'"
