@@ -1069,6 +1069,13 @@ typedef struct zt_backend {
     void (*matmul_grouped_bwd_o16)(uint16_t *dinp16, float *tmp, const uint16_t *dout16,
                                    const uint16_t *w16, const int *n, int G, int C, int OC);
     void (*rows_dot16h)(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C);
+    /* ---- whether a weight gradient is written fresh (last; optional:
+     * NULL when the backend has none, and with it set_dw_fresh) ----
+     * 1 when dw lies in the range set_dw_fresh set (dw >= g and dw < g +
+     * n): its dW GEMM overwrites it; else 0.  libtrain/moe.c zeroes then
+     * the gradient of an expert that received no rows (no GEMM writes
+     * it). */
+    int (*dw_fresh)(const float *dw);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -970,6 +970,8 @@ static void mm_dgelu_bwd_o(const float *dpre_bias, const float *dw, const float 
     if (dpre_bias) colsum(N, C);
 }
 
+/* dw_fresh: the counter's own record (bare or over a table), nothing counted */
+static int c_dw_fresh(const float *dw) { return !dw_beta1(dw); }
 static void c_set_dw_fresh(float *g, size_t n) {
     call(ZT_CE_set_dw_fresh);
     g_fresh = g && n ? g : NULL;
@@ -2566,6 +2568,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->matmul_bwd_acc) t->matmul_bwd_acc = c_matmul_bwd_acc;
     if (!inner || inner->matmul_fwd_acc16) t->matmul_fwd_acc16 = c_matmul_fwd_acc16;
     if (!inner || inner->set_dw_fresh) t->set_dw_fresh = c_set_dw_fresh;
+    if (!inner || (inner->set_dw_fresh && inner->dw_fresh)) t->dw_fresh = c_dw_fresh;
     if (!inner || inner->qknorm_rope_bwd16) t->qknorm_rope_bwd16 = c_qknorm_rope_bwd16;
     if (!inner || inner->matmul_bwd_acc16) t->matmul_bwd_acc16 = c_matmul_bwd_acc16;
     if (!inner || inner->matmul_grouped_o16) t->matmul_grouped_o16 = c_matmul_grouped_o16;

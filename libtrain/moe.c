@@ -368,6 +368,15 @@ static const float *outputs32(const zt_backend *be, const zt_moe_acts *a, const 
     return g->dyp;
 }
 
+/* An expert that received no rows: no dW GEMM writes its gradient n
+ * elements at dw + o, so where the backend writes the weight gradients
+ * fresh (backend.h dw_fresh; the first micro-batch of a step whose
+ * zeroing left them out, shard.h zt_shard_fresh_range) it is zeroed here;
+ * else its GEMMs add nothing and it stays as it is. */
+static void empty_expert(const zt_backend *be, float *dw, size_t o, size_t n) {
+    if (dw && be->dw_fresh && be->dw_fresh(dw + o)) be->zero(dw + o, n * sizeof(float));
+}
+
 /* expert weights at element offset o: fp32 (NULL where only the bf16 bits
  * are bound) and bf16 (model.h zt_mm_fwd) */
 #define W(f, o) (w->f ? w->f + (o) : NULL)
@@ -547,8 +556,11 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
     o = 0;
     for (int l = 0; l < El; ++l) {
         const int c = nl[l];
-        if (c == 0) continue;
         const size_t dn = (size_t)l * C * I;
+        if (c == 0) {
+            empty_expert(be, gw->down, dn, (size_t)C * I);
+            continue;
+        }
         if (d16)
             be->matmul_bwd_d16(NULL, gw->down + dn, NULL, NULL, d16 + o * C, NULL, a->hp16 + o * I,
                                W(down, dn), W16(down16, dn), c, I, C);
@@ -612,8 +624,11 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         if (d16 && R) be->to_bf16(d16, g->dyr, R * (size_t)C);
         for (int l = 0; l < El && !o16; ++l) {
             const int c = nl[l];
-            if (c == 0) continue;
             const size_t dn = (size_t)l * C * I;
+            if (c == 0) {
+                empty_expert(be, gw->down, dn, (size_t)C * I);
+                continue;
+            }
             if (d16)
                 be->matmul_bwd_d16(g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, NULL,
                                    d16 + o * C, NULL, a->hp16 + o * I, W(down, dn), W16(down16, dn),
@@ -637,8 +652,11 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         o = 0;
         for (int l = 0; l < El; ++l) {
             const int c = nl[l];
-            if (c == 0) continue;
             const size_t gu = (size_t)l * 2 * I * C;
+            if (c == 0) {
+                empty_expert(be, gw->gate_up, gu, (size_t)2 * I * C);
+                continue;
+            }
             if (gb && !gw->gate_up) break;   /* (a frozen base: nothing more) */
             if (dgu16)
                 be->matmul_bwd_d16(gb ? NULL : dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL, NULL,
@@ -655,8 +673,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     }
     for (int l = 0; l < El && !a->gup16; ++l) {
         const int c = nl[l];
-        if (c == 0) continue;
         const size_t e = (size_t)l, gu = e * 2 * I * C, dn = e * C * I;
+        if (c == 0) {
+            empty_expert(be, gw->down, dn, (size_t)C * I);
+            empty_expert(be, gw->gate_up, gu, (size_t)2 * I * C);
+            continue;
+        }
         /* (a frozen base, LoRA: no weight gradients) */
         zt_mm_bwd(be, g->dhp + o * I, gw->down ? gw->down + dn : NULL, NULL, g->dyr + o * C,
                   a->hp + o * I, W(down, dn), W16(down16, dn), c, I, C);

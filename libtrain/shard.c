@@ -1043,7 +1043,8 @@ int zt_shard_fresh_range(const zt_shard *sh, float **g, size_t *n) {
     *g = NULL;
     *n = 0;
     if (sh->stage > 1 || !m->grads || sh->frozen || !sh->be->set_dw_fresh ||
-        !zt_arch_of_ops(m->ops) || m->cfg.n_experts > 0 || m->cfg.lora_r > 0 || m->n_units < 3 ||
+        !zt_arch_of_ops(m->ops) || (m->cfg.n_experts > 0 && m->cfg.expert_parallel > 1) ||
+        (m->cfg.n_experts > 0 && !sh->be->dw_fresh) || m->cfg.lora_r > 0 || m->n_units < 3 ||
         sh->nblk != m->num_params)
         return 0;
     /* (the tensors in layout order, each unit where the model's views of

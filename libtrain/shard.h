@@ -291,11 +291,13 @@ void zt_shard_zero_grads(zt_shard *sh);
  * zt_gradfresh_of): 1 when the engine can prove that each GEMM weight of
  * the blocks (ZT_TENSOR_GEMM outside the first unit, the embeddings, and the
  * last, the head) gets its gradient's first write of a step from one
- * whole-tensor dW GEMM of the first micro-batch's backward, and that no
- * other dW GEMM writes into the blocks: stages 0 and 1 (the full local
- * gradient block, the model's backward writing it in place), a built-in
- * model (GPT-2, Llama) with neither experts nor LoRA, a backend with
- * set_dw_fresh.  Then *g, *n: the blocks' gradients m->grads[lo, lo + n),
+ * whole-tensor dW GEMM of the first micro-batch's backward (a Mixture of
+ * Experts' expert tensors: one dW GEMM an expert with rows, the others
+ * zeroed by moe.c, which asks the backend's dw_fresh), and that no other
+ * dW GEMM writes into the blocks: stages 0 and 1 (the full local gradient
+ * block, the model's backward writing it in place), a built-in model
+ * (GPT-2, Llama) without LoRA (with experts: without expert parallelism
+ * and with the backend's dw_fresh), a backend with set_dw_fresh.  Then *g, *n: the blocks' gradients m->grads[lo, lo + n),
  * for set_dw_fresh around that backward.  0 otherwise (the step zeroes all
  * of them: zt_shard_zero_grads). */
 int zt_shard_fresh_range(const zt_shard *sh, float **g, size_t *n);

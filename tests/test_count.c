@@ -2748,8 +2748,18 @@ static void lora_lorapath(void) {
  * blocks' GEMM weights' elements; but the first step's: the gradients are
  * still the allocation's zeros, zeroed in neither run) and its
  * cublasLt GEMMs 4 W bytes fewer (dw not read: the first micro-batch's
- * only), every GEMM and every call the same.  Stages 2 and 3, LoRA and a
- * Mixture of Experts: unchanged (the same counts, losses bitwise). */
+ * only), every GEMM and every call the same.  A Mixture of Experts (every
+ * token on experts 1 and 2, ZT_TEST_MOE_ROUTE_ALL=1: experts 0 and 3 get
+ * no rows, so no dW GEMM writes their gradients, which moe.c zeroes where
+ * they are fresh, backend.h dw_fresh) at stages 0 and 1, with gradient
+ * accumulation 2 and checkpointed: the same, the GEMM bytes 4 W' fewer a
+ * step (W': the weights dW GEMMs write, the empty experts' not) and the
+ * memsets 4 (W - W') bytes more a step (the empty experts zeroed, in the
+ * first step too).  And 16 experts of 1 a token on the model's own router
+ * (4 steps of 32 tokens: experts without rows in some steps, with rows in
+ * others, the gradient a fresh step would leave stale if moe.c did not
+ * zero it): bitwise, more memsets (the counts not checked exactly).  Stages
+ * 2 and 3 and LoRA: unchanged (the same counts, losses bitwise). */
 /* W: q|k|v, the attention's output projection, the MLP's matrices, per block */
 static double fresh_elems(const cm_shape *s) {
     const double C = s->C;
@@ -2757,14 +2767,34 @@ static double fresh_elems(const cm_shape *s) {
     const double hd = C / s->NH;
     return s->L * (C * (s->NH + 2.0 * s->NKV) * hd + s->NH * hd * C + 3.0 * s->I * C);
 }
+/* a Mixture of Experts of E experts of width Im, every block sparse: W
+ * (all the blocks' GEMM weights: attention, router, experts) and W' (less
+ * the E - K experts that get no rows) */
+static void fresh_elems_moe(const cm_shape *s, int E, int K, int Im, double *w, double *wrows) {
+    const double C = s->C, hd = C / s->NH;
+    const double att = C * (s->NH + 2.0 * s->NKV) * hd + s->NH * hd * C, ex = 3.0 * Im * C;
+    *w = s->L * (att + E * C + E * ex);
+    *wrows = s->L * (att + E * C + K * ex);
+}
 static void grad_fresh(void) {
     static const w16_kind kind = {2147483648ULL, " with and without the fresh weight gradients",
                                   "zeroed gradients' path's", NULL};
     static const char acc[] = "gradient_accumulation_steps=2 train_batch_size=4";
     static const char fp32[] = "bf16.enabled=false";
-    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
-                              "ztrain.model.moe_intermediate_size=24";
-    static const w16_xname names[] = {{acc, " accumulation 2"}, {fp32, " fp32"}, {moe, " MoE"}, {NULL, NULL}};
+#define MOE "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 ztrain.model.moe_intermediate_size=24"
+    static const char moe[] = MOE;
+    static const char moe_acc[] = MOE " gradient_accumulation_steps=2 train_batch_size=4";
+    static const char moe_ck[] = MOE " activation_checkpointing.policy=blocks";
+    static const char moe_fp32[] = MOE " bf16.enabled=false";
+#undef MOE
+    static const char moe16[] = "ztrain.model.n_experts=16 ztrain.model.experts_per_token=1 "
+                                "ztrain.model.moe_intermediate_size=24";
+    static const char moe16_fp32[] = "ztrain.model.n_experts=16 ztrain.model.experts_per_token=1 "
+                                     "ztrain.model.moe_intermediate_size=24 bf16.enabled=false";
+    static const w16_xname names[] = {{acc, " accumulation 2"}, {fp32, " fp32"}, {moe, " MoE"},
+                                      {moe_acc, " MoE accumulation 2"}, {moe_ck, " MoE checkpointed"},
+                                      {moe_fp32, " MoE fp32"}, {moe16, " MoE 16 experts"},
+                                      {moe16_fp32, " MoE 16 experts fp32"}, {NULL, NULL}};
     /* (arg: whether the path is taken) */
     static const w16_case cases[] = {
         {"gpt2:2,2,32,64,2,16", 0, NULL, 1},         {"gpt2:2,2,32,64,2,16", 1, NULL, 1},
@@ -2776,21 +2806,42 @@ static void grad_fresh(void) {
         {"llama:2,4,2,32,48,64,2,16", 0, w16_ck, 1}, {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 1},
         {"llama:2,4,2,32,48,64,2,16,untied", 1, fp32, 1}, {"llama:2,4,2,32,48,64,2,16", 2, NULL, 0},
         {"llama:2,4,2,32,48,64,2,16", 0, w16_lora, 0}, {"llama:2,4,2,32,48,64,2,16", 1, w16_lora, 0},
-        {"llama:2,4,2,32,48,64,2,16", 0, moe, 0}};
+        {"llama:2,4,2,32,48,64,2,16", 0, moe, 1},    {"llama:2,4,2,32,48,64,2,16,untied", 1, moe_acc, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, moe_ck, 1}, {"llama:2,4,2,32,48,64,2,16", 1, moe_fp32, 1},
+        {"llama:2,4,2,32,48,64,2,16", 2, moe, 0},    {"llama:2,4,2,32,48,64,2,16", 0, moe16, 2},
+        {"llama:2,4,2,32,48,64,2,16,untied", 1, moe16_fp32, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const w16_case *c = &cases[i];
         w16_pair p;
         char what[192];
-        if (!w16_case_run(&p, &kind, c, 0, names, NULL, what, sizeof what)) continue;
-        const double w4 = c->arg ? 4 * fresh_elems(&p.s) : 0;
-        const double dm = p.mb.memset_b - p.ma.memset_b, dg = p.mb.gemm_b - p.ma.gemm_b;
-        if (c->stage <= 1 && c->extra != w16_lora && c->extra != moe)
+        const int ismoe = c->extra == moe || c->extra == moe_acc || c->extra == moe_ck || c->extra == moe_fp32;
+        if (ismoe) setenv("ZT_TEST_MOE_ROUTE_ALL", "1", 1);
+        const int ran = w16_case_run(&p, &kind, c, 0, names, NULL, what, sizeof what);
+        unsetenv("ZT_TEST_MOE_ROUTE_ALL");
+        if (!ran) continue;
+        double w4 = c->arg ? 4 * fresh_elems(&p.s) : 0, empty4 = 0;
+        if (ismoe && c->arg) {   /* (W and W' of the MoE: the empty experts' zeroed every step) */
+            double wa, wr;
+            fresh_elems_moe(&p.s, 4, 2, 24, &wa, &wr);
+            w4 = 4 * wr;
+            empty4 = 4 * (wa - wr);
+        }
+        const double dm = p.mb.memset_b - p.ma.memset_b + 4 * empty4, dg = p.mb.gemm_b - p.ma.gemm_b;
+        if (c->arg == 2) {   /* (the model's routing: the counts vary) */
+            tap_ok(p.ma.ghave && p.mb.ghave && p.ma.ghash == p.mb.ghash && p.ma.memset_n > p.mb.memset_n &&
+                       p.ma.gemm == p.mb.gemm,
+                   "%s: the last step's gradients bitwise, -0.0 as +0.0 (hash %016llx, %016llx without), "
+                   "%ld memsets (%ld without), %ld GEMMs", what, (unsigned long long)p.ma.ghash,
+                   (unsigned long long)p.mb.ghash, p.ma.memset_n, p.mb.memset_n, p.ma.gemm);
+            continue;
+        }
+        if (c->stage <= 1 && c->extra != w16_lora)
             tap_ok(p.ma.ghave && p.mb.ghave && p.ma.ghash == p.mb.ghash,
                    "%s: the last step's gradients bitwise, -0.0 as +0.0 (hash %016llx, %016llx "
                    "without; %ld -0.0 elements, %ld without)",
                    what, (unsigned long long)p.ma.ghash, (unsigned long long)p.mb.ghash, p.ma.gneg0,
                    p.mb.gneg0);
-        tap_ok(dg == 4 * w4 && dm == 3 * w4 && p.ma.gemm == p.mb.gemm &&
+        tap_ok(dg == 4 * w4 && dm == 3 * (w4 + empty4) && p.ma.gemm == p.mb.gemm &&
                    p.ma.bwds == p.mb.bwds && (c->arg ? p.ma.memset_n > p.mb.memset_n : p.ma.memset_n == p.mb.memset_n),
                "%s: memsets %.0f bytes in %ld launches (%.0f in %ld without: %.0f fewer, 4 W = %.0f a "
                "step), cublasLt GEMMs %.0f bytes (%.0f without: %.0f fewer, 4 steps' 4 W expected), "

@@ -145,6 +145,8 @@ static void cpu_set_dw_fresh(float *g, size_t n) {
 static float dw_beta(const float *dw) {
     return cpu_fresh && dw >= cpu_fresh && dw < cpu_fresh + cpu_fresh_n ? 0.0f : 1.0f;
 }
+/* dw_fresh (backend.h) */
+static int cpu_dw_fresh(const float *dw) { return dw_beta(dw) == 0.0f; }
 
 /* In bf16 mode, a copy of src[n] rounded to bf16 (free with free()); in
  * fp32 mode, or when out of memory (recorded), src itself. */
@@ -1203,6 +1205,7 @@ static const zt_backend cpu_backend = {
     .qknorm_rope_bwd16 = cpu_qknorm_rope_bwd16,
     .matmul_grouped_bwd_o16 = cpu_matmul_grouped_bwd_o16,
     .rows_dot16h = zt_cpu_rows_dot16h,
+    .dw_fresh = cpu_dw_fresh,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -694,6 +694,8 @@ static void s_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_
         cpu()->matmul_grouped_bwd_o16(dinp16, tmp, dout16, w16, n, G, C, OC);
     leave();
 }
+/* (a question about a pointer: nothing read) */
+static int s_dw_fresh(const float *dw) { return cpu()->dw_fresh(dw); }
 /* (the gradients g[n] the dW GEMMs may overwrite: device memory; g NULL:
  * none) */
 static void s_set_dw_fresh(float *g, size_t n) {
@@ -1888,6 +1890,7 @@ static const zt_backend strict_backend = {
     .qknorm_rope_bwd16 = s_qknorm_rope_bwd16,
     .matmul_grouped_bwd_o16 = s_matmul_grouped_bwd_o16,
     .rows_dot16h = s_rows_dot16h,
+    .dw_fresh = s_dw_fresh,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

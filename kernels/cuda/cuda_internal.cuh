@@ -378,6 +378,8 @@ void zt_cuda_matmul_fwd_acc16(uint16_t *out16, const float *inp, const uint16_t 
 /* the MoE experts' grouped forward GEMM (backend.h matmul_grouped_o16) */
 void zt_cuda_matmul_grouped_o16(uint16_t *out16, const float *inp, const uint16_t *inp16,
                                 const uint16_t *w16, const int *n, int G, int C, int OC);
+/* whether a weight gradient is written fresh (backend.h dw_fresh) */
+int zt_cuda_dw_fresh(const float *dw);
 /* its input gradients (backend.h matmul_grouped_bwd_o16) */
 void zt_cuda_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16, const uint16_t *w16,
                                     const int *n, int G, int C, int OC);

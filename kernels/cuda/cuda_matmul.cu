@@ -119,6 +119,8 @@ void zt_cuda_set_dw_fresh(float *g, size_t n) {
     g_fresh_n = g ? n : 0;
 }
 
+/* dw_fresh (backend.h) */
+int zt_cuda_dw_fresh(const float *dw) { return g_fresh && dw >= g_fresh && dw < g_fresh + g_fresh_n; }
 /* the dW GEMM's beta: 0 into a fresh gradient, else 1 (dw +=) */
 static float dw_beta(const float *dw) {
     return g_fresh && dw >= g_fresh && dw < g_fresh + g_fresh_n ? 0.0f : 1.0f;
