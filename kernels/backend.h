@@ -1076,6 +1076,20 @@ typedef struct zt_backend {
      * the gradient of an expert that received no rows (no GEMM writes
      * it). */
     int (*dw_fresh)(const float *dw);
+    /* ---- the Mixture of Experts' per-token sum of its routed rows (last;
+     * optional: NULL when the backend has none, libtrain/moe.c then runs
+     * rows_scatter16 with rows[i] = perm[i] / K) ----
+     * rows_sum16: for i < n in order, y[perm[i] / K, :] += w[i] fp32(x16[i,
+     * :]) (w NULL: 1): bitwise rows_scatter16(y, x16, rows, w, n, C) with
+     * rows[i] = perm[i] / K.  perm: n distinct slots in [0, N K) (moe_permute's
+     * perm, the routed rows by expert); y [N, C].  pos: [N K] int scratch
+     * (cpu: unused; cuda: the inverse permutation, -1 for a slot no row
+     * takes).  cuda: pos set to -1 (a memset), k_moe_inverse (pos[perm[i]] =
+     * i, a thread a row), then k_rows_sum16, a thread an element of y
+     * (coalesced over C): each token's K slots' rows taken in increasing i,
+     * so each element's additions in rows_scatter16's order. */
+    void (*rows_sum16)(float *y, const uint16_t *x16, const int *perm, int *pos, const float *w, int n,
+                       int N, int K, int C);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

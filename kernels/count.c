@@ -54,7 +54,7 @@ enum {
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
     K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_ROWS_DOT16, K_ROWS_SCATTER16,
-    K_GEMM_GROUPED_BWD, K_ROWS_DOT16H, K_N
+    K_GEMM_GROUPED_BWD, K_ROWS_DOT16H, K_MOE_INVERSE, K_ROWS_SUM16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -178,6 +178,8 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_GROUPED_PTRS] = {"k_grouped_ptrs", ZT_CC_SCATTER},
     [K_GEMM_GROUPED_BWD] = {"cublasGemmGroupedBatchedEx bf16 dinp", ZT_CC_GEMM_BF16},
     [K_ROWS_DOT16H] = {"k_rows_dot16h", ZT_CC_SCATTER},
+    [K_MOE_INVERSE] = {"k_moe_inverse", ZT_CC_SCATTER},
+    [K_ROWS_SUM16] = {"k_rows_sum16", ZT_CC_STREAM},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -2360,6 +2362,20 @@ static void c_rows_scatter16(float *y, const uint16_t *x16, const int *rows, con
     rec(K_ROWS_SCATTER16, (w ? 2 : 1) * D(n) * C,
         D(n) * C * (2 * F + 2) + (rows ? D(n) * 4 : 0) + (w ? D(n) * F : 0));
 }
+/* rows_sum16 (cuda_moe.cu): pos set to -1 (a memset of N K i), k_moe_inverse
+ * (a thread a row: perm n i read, pos n i written, scattered), k_rows_sum16
+ * (a thread an element of y, coalesced over C: y read and written 2 N C f,
+ * each token's K positions K i (a warp's broadcast: N K i once), x16's n
+ * rows n C h, w n f when given; FLOPs 2 n C with w, else n C) */
+static void c_rows_sum16(float *y, const uint16_t *x16, const int *perm, int *pos, const float *w, int n, int N,
+                         int K, int C) {
+    call(ZT_CE_rows_sum16);
+    if (g_inner) g_inner->rows_sum16(y, x16, perm, pos, w, n, N, K, C);
+    if (n <= 0 || N <= 0 || K <= 0 || C <= 0) return;
+    rec(K_MEMSET, 0, D(N) * K * 4);
+    rec(K_MOE_INVERSE, 0, 2 * D(n) * 4);
+    rec(K_ROWS_SUM16, (w ? 2 : 1) * D(n) * C, 2 * D(N) * C * F + D(N) * K * 4 + D(n) * C * 2 + (w ? D(n) * F : 0));
+}
 /* moe_permute, NK = N K slots: k_moe_count (a block an expert, each over
  * idx: read once, NK i, from cache after the first; writes off E + 1 i;
  * FLOPs E NK compare-adds), k_moe_offsets (one thread: reads E + 1,
@@ -2589,6 +2605,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
         if (!inner || inner->rows_dot16) t->rows_dot16 = c_rows_dot16;
         if (!inner || inner->rows_scatter16) t->rows_scatter16 = c_rows_scatter16;
         if (!inner || inner->rows_dot16h) t->rows_dot16h = c_rows_dot16h;
+        if (!inner || inner->rows_sum16) t->rows_sum16 = c_rows_sum16;
     }
     if (!inner || inner->matmul_grouped_bwd_o16) t->matmul_grouped_bwd_o16 = c_matmul_grouped_bwd_o16;
 }

@@ -490,9 +490,12 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
                              rows16(a, g->dyr), (size_t)NK * C, h->sc, h->sd, "expert outputs", st));
     }
     be->zero(y, (size_t)N * C * sizeof(float));
-    /* (bf16 outputs: rows_scatter16 reads them as they are; a table
-     * without it widens them into dyp, free in a forward) */
-    if (outputs16(a) && be->rows_scatter16)
+    /* (bf16 outputs: rows_scatter16 reads them as they are, or rows_sum16
+     * by token, the inverse permutation in dwsel's bytes, free in a
+     * forward; a table without either widens them into dyp, free too) */
+    if (outputs16(a) && be->rows_sum16)
+        be->rows_sum16(y, outputs16_at(a, g), a->perm, (int *)(void *)g->dwsel, a->wsel, NK, N, K, C);
+    else if (outputs16(a) && be->rows_scatter16)
         be->rows_scatter16(y, outputs16_at(a, g), a->rows, a->wsel, NK, C);
     else
         be->rows_scatter(y, outputs32(be, a, g, (size_t)NK * C), a->rows, a->wsel, NK, C);
@@ -697,7 +700,11 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
     zt_mm_bwd_x(be, g->dx, gw->router, NULL, g->dlogits, x, x16, w->router, w->router16, N, C, E);
-    if (gb) be->rows_scatter16(g->dx, (const uint16_t *)(const void *)g->dxp, a->rows, NULL, NK, C);
+    /* (gb: the bf16 rows by token, rows_sum16's inverse permutation in
+     * dwsel's bytes, free after moe_route_bwd) */
+    const uint16_t *dx16 = (const uint16_t *)(const void *)g->dxp;
+    if (gb && be->rows_sum16) be->rows_sum16(g->dx, dx16, a->perm, (int *)(void *)g->dwsel, NULL, NK, N, K, C);
+    else if (gb) be->rows_scatter16(g->dx, dx16, a->rows, NULL, NK, C);
     else be->rows_scatter(g->dx, g->dxp, a->rows, NULL, NK, C);
     return ZT_OK;
 }

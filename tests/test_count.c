@@ -3033,7 +3033,7 @@ static void branch16(void) {
  * (x's bf16 routed rows, gathered again by the backward; config.h
  * ZT_W16_MX16: with ZT_TEST_NO_MX16 they are rows_gather's, the losses
  * bitwise the same), rows_dot16 1 (d wsel_i = g_i . hp_i and the rows'
- * scale wsel_i g_i in one pass), rows_scatter16 P (the output, from the
+ * scale wsel_i g_i in one pass), rows_sum16 P (the output, from the
  * bf16 outputs), rows_scatter 2 (dwts, dx),
  * moe_route_bwd, swiglu_bwd16 1, swiglu_fwd16 P (one over every routed
  * row), moe_regroup none (no expert parallelism); a shared expert (llama.c
@@ -3176,13 +3176,14 @@ static void moe_counted(void) {
                t.calls[ZT_CE_moe_route_bwd], t.calls[ZT_CE_moe_regroup], s.L, P);
         tap_ok(t.calls[ZT_CE_rows_gather] == n * (P + 2 + sh1) &&
                    t.calls[ZT_CE_rows_scatter] == n * (2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * sh1 &&
-                   t.calls[ZT_CE_rows_scatter16] == n * P && t.calls[ZT_CE_rows_dot16] == n &&
+                   t.calls[ZT_CE_rows_sum16] == n * P && t.calls[ZT_CE_rows_scatter16] == 0 &&
+                   t.calls[ZT_CE_rows_dot16] == n &&
                    g_w16_moek.gather == n * (P + 2 + sh1),
                "%s: %ld rows_gather (the weights' a forward; the backward's 2: dy's rows unweighted and "
-               "weighted; the routed rows in rows_gather16), %ld rows_scatter, %ld rows_scatter16 (the "
+               "weighted; the routed rows in rows_gather16), %ld rows_scatter, %ld rows_sum16 (the "
                "forward's output), %ld rows_dot, %ld rows_dot16 (the routing weights' gradient and the "
                "rows' scale)",
-               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_scatter16],
+               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_sum16],
                t.calls[ZT_CE_rows_dot], t.calls[ZT_CE_rows_dot16]);
         /* (the shared expert's SwiGLU in bf16 too: its slot holds sparse
          * blocks alone, no LoRA; llama.c moe_fwd) */
@@ -3230,13 +3231,14 @@ static void moe_counted(void) {
         if (rc == ZT_OK) rc = w16_run(&s, 0, ex, 0, rg, &w, &r, &mg, &st);
         g_w16_inner = NULL;
         const zt_count_totals tg = g_w16_tot;
-        /* (and over a cpu table without rows_dot16 and rows_scatter16:
-         * moe.c's from_bf16 widenings, rows_dot and rows_gather in place,
-         * rows_scatter) */
+        /* (and over a cpu table without rows_dot16, rows_scatter16 and
+         * rows_sum16: moe.c's from_bf16 widenings, rows_dot and rows_gather
+         * in place, rows_scatter) */
         static zt_backend no16;
         no16 = *zt_backend_cpu();
         no16.rows_dot16 = NULL;
         no16.rows_scatter16 = NULL;
+        no16.rows_sum16 = NULL;
         double r16[4][2];
         w16_mem m16;
         g_w16_inner = &no16;
@@ -3278,18 +3280,20 @@ static void moe_counted(void) {
                    tg.calls[ZT_CE_matmul_fwd_o16], ta.flops, tg.flops, ta.launches, tg.launches, ta.transfers,
                    tg.transfers);
             /* (rows_dot16 a backward of a block where from_bf16, rows_dot
-             * and an in-place rows_gather were, rows_scatter16 a forward
-             * where from_bf16 and rows_scatter were: the same losses and
-             * gradient norms bitwise, 2 + 1 launches fewer) */
+             * and an in-place rows_gather were, rows_sum16 a forward where
+             * from_bf16 and rows_scatter were: the same losses and
+             * gradient norms bitwise, 2 launches fewer a backward and 1
+             * more a forward (rows_sum16's memset, inverse permutation and
+             * sum for the widening and the scatter)) */
             tap_ok(!memcmp(ra, r16, sizeof ra) && t16.calls[ZT_CE_rows_dot16] == 0 &&
-                       t16.calls[ZT_CE_rows_scatter16] == 0 && ta.calls[ZT_CE_rows_dot16] == n &&
-                       ta.calls[ZT_CE_rows_scatter16] == n && t16.calls[ZT_CE_from_bf16] == ta.calls[ZT_CE_from_bf16] + 2 * n && t16.calls[ZT_CE_rows_dot] == n &&
+                       t16.calls[ZT_CE_rows_sum16] == 0 && ta.calls[ZT_CE_rows_dot16] == n &&
+                       ta.calls[ZT_CE_rows_sum16] == n && t16.calls[ZT_CE_from_bf16] == ta.calls[ZT_CE_from_bf16] + 2 * n && t16.calls[ZT_CE_rows_dot] == n &&
                        t16.calls[ZT_CE_rows_gather] == ta.calls[ZT_CE_rows_gather] + n &&
-                       ta.launches == t16.launches - 3 * n,
-                   "MoE experts 1 and 2, bf16 experts: %ld rows_dot16, %ld rows_scatter16; without them "
+                       ta.launches == t16.launches - n,
+                   "MoE experts 1 and 2, bf16 experts: %ld rows_dot16, %ld rows_sum16; without them "
                    "%ld from_bf16 (%ld), %ld rows_dot, rows_gather %ld vs %ld, losses and gradient norms bitwise, "
                    "launches %ld vs %ld",
-                   ta.calls[ZT_CE_rows_dot16], ta.calls[ZT_CE_rows_scatter16], t16.calls[ZT_CE_from_bf16],
+                   ta.calls[ZT_CE_rows_dot16], ta.calls[ZT_CE_rows_sum16], t16.calls[ZT_CE_from_bf16],
                    ta.calls[ZT_CE_from_bf16], t16.calls[ZT_CE_rows_dot], ta.calls[ZT_CE_rows_gather], t16.calls[ZT_CE_rows_gather],
                    ta.launches, t16.launches);
             /* (the kept outputs: NK C bf16 a block more in the
@@ -3305,15 +3309,15 @@ static void moe_counted(void) {
                 }
             const uint64_t kept = (uint64_t)s.L * NKr * s.C * 2;
             tap_ok(mk.acts_plan == ma.acts_plan + kept && mk.acts_peak == ma.acts_peak + kept && tk.calls[ZT_CE_rows_dot16] == 0 &&
-                       tk.calls[ZT_CE_rows_dot] == n && tk.calls[ZT_CE_rows_scatter16] == n &&
+                       tk.calls[ZT_CE_rows_dot] == n && tk.calls[ZT_CE_rows_sum16] == n &&
                        dk < 1e-2 && memcmp(rk, ra, sizeof ra),
                    "MoE experts 1 and 2, bf16 experts, ZT_TEST_MOE_KEEP_YP=1: activations' peak %llu bytes "
                    "(planned %llu), the default's %llu (planned %llu) + L N K C 2 = %llu; %ld rows_dot, %ld "
-                   "rows_dot16, %ld rows_scatter16; losses and gradient norms within %.2e relative of the "
+                   "rows_dot16, %ld rows_sum16; losses and gradient norms within %.2e relative of the "
                    "default's, not bitwise",
                    (unsigned long long)mk.acts_peak, (unsigned long long)mk.acts_plan,
                    (unsigned long long)ma.acts_peak, (unsigned long long)ma.acts_plan, (unsigned long long)kept,
-                   tk.calls[ZT_CE_rows_dot], tk.calls[ZT_CE_rows_dot16], tk.calls[ZT_CE_rows_scatter16], dk);
+                   tk.calls[ZT_CE_rows_dot], tk.calls[ZT_CE_rows_dot16], tk.calls[ZT_CE_rows_sum16], dk);
             tap_ok(ta.calls[ZT_CE_swiglu_fwd16] == n &&
                        sl == n && sb == (double)n * 3 * NKr * 24 * 2 && ta.calls[ZT_CE_swiglu_bwd_d16] == n &&
                        ta.calls[ZT_CE_swiglu_bwd16] == 0 && ta.calls[ZT_CE_swiglu_fwd] == 0 &&
@@ -3388,16 +3392,16 @@ static void moe_counted(void) {
                what, dl, dn, (unsigned long long)mg.acts_peak, (unsigned long long)mg.acts_plan);
         tap_ok(tg.calls[ZT_CE_matmul_grouped_bwd_o16] == 2 * n && tg.calls[ZT_CE_rows_dot16h] == n &&
                    tg.calls[ZT_CE_rows_dot16] == 0 && tg.calls[ZT_CE_swiglu_bwd_dd16] == n &&
-                   tg.calls[ZT_CE_swiglu_bwd_d16] == 0 && tg.calls[ZT_CE_rows_scatter16] == n * (P + 1) &&
+                   tg.calls[ZT_CE_swiglu_bwd_d16] == 0 && tg.calls[ZT_CE_rows_sum16] == n * (P + 1) &&
                    tg.calls[ZT_CE_rows_scatter] == n * (1 + sh1 * P) &&
                    tn.calls[ZT_CE_matmul_grouped_bwd_o16] == 0 && tn.calls[ZT_CE_rows_dot16h] == 0 &&
                    tn.calls[ZT_CE_rows_dot16] == n && tn.calls[ZT_CE_swiglu_bwd_d16] == n &&
                    tg.launches < tn.launches && tg.flops == tn.flops,
                "%s: %ld matmul_grouped_bwd_o16 (2 a block's backward), %ld rows_dot16h, %ld swiglu_bwd_dd16, "
-               "%ld rows_scatter16 (+ dx's), %ld rows_scatter; ZT_TEST_NO_MOEGB: %ld rows_dot16, %ld "
+               "%ld rows_sum16 (+ dx's), %ld rows_scatter; ZT_TEST_NO_MOEGB: %ld rows_dot16, %ld "
                "swiglu_bwd_d16; launches %ld (%ld), FLOPs the same",
                what, tg.calls[ZT_CE_matmul_grouped_bwd_o16], tg.calls[ZT_CE_rows_dot16h],
-               tg.calls[ZT_CE_swiglu_bwd_dd16], tg.calls[ZT_CE_rows_scatter16], tg.calls[ZT_CE_rows_scatter],
+               tg.calls[ZT_CE_swiglu_bwd_dd16], tg.calls[ZT_CE_rows_sum16], tg.calls[ZT_CE_rows_scatter],
                tn.calls[ZT_CE_rows_dot16], tn.calls[ZT_CE_swiglu_bwd_d16], tg.launches, tn.launches);
         tap_ok(!memcmp(rt, rn, sizeof rt) && tt.calls[ZT_CE_matmul_grouped_bwd_o16] == 0 &&
                    tt.calls[ZT_CE_rows_dot16h] == 0,
@@ -3428,7 +3432,7 @@ static void moe_counted(void) {
         }
         static const char *const names[] = {"cublasLt gemm bf16", "k_moe_route_fwd", "k_moe_route_bwd",
                                             "k_rows_gather", "k_rows_scatter", "k_rows_dot16h",
-                                            "k_rows_scatter16", "k_moe_count",
+                                            "k_rows_sum16", "k_moe_inverse", "k_moe_count",
                                             "k_moe_offsets", "k_moe_fill", "k_swiglu_fwd16", "k_swiglu_bwd16",
                                             "cublasGemmGroupedBatchedEx bf16",
                                             "cublasGemmGroupedBatchedEx bf16 dinp"};

@@ -2779,12 +2779,63 @@ static void test_moe(int N, int E, int K, int C) {
             memcpy(yref, y16, (size_t)N * C * 4);
             free(y16);
         }
+        /* rows_sum16 (the per-token sum, moe.c): perm a permutation of the
+         * N K slots (all of them, then all but the last 3 rows: slots no
+         * row takes), rows[i] = perm[i] / K: on the CPU bitwise
+         * rows_scatter16's; on the GPU the CPU's within rows_scatter16's
+         * tolerance, and on the simulator bitwise the GPU's rows_scatter16
+         * (the same additions in the same order) */
+        if (cpu->rows_sum16 && gpu->rows_sum16) {
+            size_t fr = 0, to = 0;
+            char dn[128] = "";
+            const int sim = !selftest && gpu->device_memory &&
+                            gpu->device_memory(&fr, &to, dn, sizeof dn) == 0 && strstr(dn, "cudasim");
+            int *perm = xmalloc((size_t)n * sizeof(int)), *rs = xmalloc((size_t)n * sizeof(int));
+            for (int i = 0; i < n; ++i) perm[i] = i;
+            uint32_t st = 12345u;
+            for (int i = n - 1; i > 0; --i) {   /* (Fisher-Yates) */
+                st = st * 1664525u + 1013904223u;
+                const int j = (int)(st % (uint32_t)(i + 1)), t = perm[i];
+                perm[i] = perm[j], perm[j] = t;
+            }
+            for (int i = 0; i < n; ++i) rs[i] = perm[i] / K;
+            int *perm_d = dev(perm, (size_t)n * sizeof(int)), *rs_d = dev(rs, (size_t)n * sizeof(int));
+            int *pos_d = gpu->alloc((size_t)n * sizeof(int));
+            float *y2_d = gpu->alloc((size_t)N * C * 4);
+            for (int v = 0; v < 4; ++v) {   /* w or NULL; every slot or n - 3 rows */
+                const float *ww = v & 1 ? NULL : w, *ww_d = v & 1 ? NULL : w_d;
+                const int m = v < 2 ? n : (n > 3 ? n - 3 : 0);
+                const char *what = v == 0 ? "w, every slot" : v == 1 ? "w NULL, every slot"
+                                 : v == 2 ? "w, 3 slots without a row" : "w NULL, 3 slots without a row";
+                float *ya = fdup(yref, (size_t)N * C), *yb = fdup(yref, (size_t)N * C);
+                cpu->rows_scatter16(ya, b16, rs, ww, m, C);
+                cpu->rows_sum16(yb, b16, perm, NULL, ww, m, N, K, C);
+                tap_ok(!memcmp(ya, yb, (size_t)N * C * 4), "rows_sum16 (%s, +=) on the CPU: bitwise "
+                       "rows_scatter16 with rows perm / K %s", what, tag);
+                gpu->to_device(y_d, yref, (size_t)N * C * 4);
+                gpu->to_device(y2_d, yref, (size_t)N * C * 4);
+                gpu->rows_sum16(y_d, b16_d, perm_d, pos_d, ww_d, m, N, K, C);
+                snprintf(name, sizeof name, "rows_sum16 (%s, +=) %s", what, tag);
+                cmpd(name, y_d, ya, (size_t)N * C, 1e-6, 1e-7);
+                if (sim) {
+                    gpu->rows_scatter16(y2_d, b16_d, rs_d, ww_d, m, C);
+                    tap_ok(same_bits(y_d, y2_d, (size_t)N * C * 4), "rows_sum16 (%s) %s: bitwise the GPU's "
+                           "rows_scatter16 (simulator)", what, tag);
+                }
+                free(ya); free(yb);
+            }
+            free(perm); free(rs);
+            gpu->free(perm_d); gpu->free(rs_d); gpu->free(pos_d); gpu->free(y2_d);
+        } else {
+            tap_skip("rows_sum16", "the table has no per-token bf16 row sum");
+        }
         /* empty shapes: nothing written */
         gpu->to_device(y_d, yref, (size_t)N * C * 4);
         gpu->rows_dot16(dot_d, y_d, b16_d, w_d, 0, C);
         gpu->rows_scatter16(y_d, b16_d, rows_d, w_d, 0, C);
         gpu->rows_scatter16(y_d, b16_d, rows_d, w_d, n, 0);
-        snprintf(name, sizeof name, "rows_dot16 and rows_scatter16, n 0 and C 0: y untouched %s", tag);
+        if (gpu->rows_sum16) gpu->rows_sum16(y_d, b16_d, rows_d, NULL, w_d, 0, N, K, C);
+        snprintf(name, sizeof name, "rows_dot16, rows_scatter16 and rows_sum16, n 0 and C 0: y untouched %s", tag);
         cmpd(name, y_d, yref, (size_t)N * C, 0, 0);
         free(b16); free(bw); free(a); free(ref); free(dref); free(yref);
         gpu->free(b16_d);

@@ -1206,6 +1206,7 @@ static const zt_backend cpu_backend = {
     .matmul_grouped_bwd_o16 = cpu_matmul_grouped_bwd_o16,
     .rows_dot16h = zt_cpu_rows_dot16h,
     .dw_fresh = cpu_dw_fresh,
+    .rows_sum16 = zt_cpu_rows_sum16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -97,6 +97,8 @@ void zt_cpu_rows_scatter(float *y, const float *x, const int *rows, const float 
 void zt_cpu_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C);
 void zt_cpu_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C);
 void zt_cpu_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const float *w, int n, int C);
+void zt_cpu_rows_sum16(float *y, const uint16_t *x16, const int *perm, int *pos, const float *w, int n, int N,
+                       int K, int C);
 void zt_cpu_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
                            int C);
 void zt_cpu_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E);

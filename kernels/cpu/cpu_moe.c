@@ -141,6 +141,20 @@ void zt_cpu_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const
     }
 }
 
+/* rows_sum16 (backend.h): rows_scatter16's serial sums, each row's token
+ * perm[i] / K (pos unused) */
+void zt_cpu_rows_sum16(float *y, const uint16_t *x16, const int *perm, int *pos, const float *w, int n, int N,
+                       int K, int C) {
+    (void)pos, (void)N;
+    if (K <= 0) return;
+    for (int i = 0; i < n; ++i) {
+        float *o = y + (size_t)(perm[i] / K) * C;
+        const uint16_t *s = x16 + (size_t)i * C;
+        const float a = w ? w[i] : 1.0f;
+        for (int c = 0; c < C; ++c) o[c] += a * zt_bf16_to_f32(s[c]);
+    }
+}
+
 void zt_cpu_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E) {
     const size_t NK = (size_t)N * K;
     for (int e = 0; e <= E; ++e) off[e] = 0;

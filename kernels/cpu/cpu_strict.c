@@ -1064,6 +1064,18 @@ static void s_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const 
     if (ok) cpu()->rows_dot16h(out, a16, b16, w, n, C);
     leave();
 }
+static void s_rows_sum16(float *y, const uint16_t *x16, const int *perm, int *pos, const float *w, int n, int N,
+                         int K, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_sum16", "y", y, (size_t)N * C * F);
+    NEED_DEV("rows_sum16", "x16", x16, (size_t)n * C * 2);
+    NEED_DEV("rows_sum16", "perm", perm, (size_t)n * sizeof(int));
+    NEED_DEV("rows_sum16", "pos", pos, (size_t)N * K * sizeof(int));
+    NEED_DEV("rows_sum16", "w", w, (size_t)n * F);
+    if (ok) cpu()->rows_sum16(y, x16, perm, pos, w, n, N, K, C);
+    leave();
+}
 static void s_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
                              int C) {
     int ok = 1;
@@ -1891,6 +1903,7 @@ static const zt_backend strict_backend = {
     .matmul_grouped_bwd_o16 = s_matmul_grouped_bwd_o16,
     .rows_dot16h = s_rows_dot16h,
     .dw_fresh = s_dw_fresh,
+    .rows_sum16 = s_rows_sum16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

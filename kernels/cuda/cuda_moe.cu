@@ -8,7 +8,9 @@
  *   - rows_scatter: one thread a column, the rows added in order (rows
  *     repeat: the sums' order is fixed, no atomics, deterministic);
  *   - rows_dot: one thread a row, the columns summed in order (rows_dot16
- *     the same over bf16 b, with the row scale; rows_dot16h over bf16 a and b; rows_scatter16 rows_scatter's
+ *     the same over bf16 b, with the row scale; rows_dot16h over bf16 a and b;
+ *     rows_sum16 the per-token sum in rows_scatter16's order, a thread an
+ *     element of y over the inverse permutation; rows_scatter16 rows_scatter's
  *     over bf16 x);
  *   - moe_permute (the routing's groups on the device): a block an expert
  *     counts its slots (k_moe_count), one thread turns the counts into
@@ -172,6 +174,32 @@ __global__ void k_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, co
     out[i] = s;
 }
 
+/* rows_sum16: the inverse permutation (pos[perm[i]] = i, pos -1 before) */
+__global__ void k_moe_inverse(int *pos, const int *perm, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) pos[perm[i]] = i;
+}
+/* then a thread an element (t, c) of y: token t's K slots' rows in
+ * increasing order (a selection over the K positions, no sort buffer),
+ * each added as k_rows_scatter16 adds it */
+__global__ void k_rows_sum16(float *y, const uint16_t *x16, const int *pos, const float *w, int N, int K, int C) {
+    const size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= (size_t)N * C) return;
+    const size_t t = e / (size_t)C, c = e % (size_t)C;
+    const int *p = pos + t * (size_t)K;
+    float s = y[e];
+    for (int prev = -1;;) {
+        int nx = -1;
+        for (int k = 0; k < K; ++k)
+            if (p[k] > prev && (nx < 0 || p[k] < nx)) nx = p[k];
+        if (nx < 0) break;
+        const float a = w ? w[nx] : 1.0f;
+        s += a * zt_cvt_bf16_to_f32(x16[(size_t)nx * C + c]);
+        prev = nx;
+    }
+    y[e] = s;
+}
+
 /* rows_scatter16: k_rows_scatter over the widened x16 */
 __global__ void k_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w,
                                  int n, int C) {
@@ -219,6 +247,16 @@ void zt_cuda_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const f
     if (n <= 0) return;
     k_rows_dot16h<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(out, a16, b16, w, n, C);
     ZT_LAUNCHED("k_rows_dot16h");
+}
+
+void zt_cuda_rows_sum16(float *y, const uint16_t *x16, const int *perm, int *pos, const float *w, int n, int N,
+                        int K, int C) {
+    if (n <= 0 || N <= 0 || K <= 0 || C <= 0) return;
+    ZT_CU(cudaMemsetAsync(pos, 0xff, (size_t)N * K * sizeof(int), zt_cu.stream));
+    k_moe_inverse<<<row_blocks(n), ZT_MOE_ROW_THREADS, 0, zt_cu.stream>>>(pos, perm, n);
+    if (!ZT_LAUNCHED("k_moe_inverse")) return;
+    k_rows_sum16<<<zt_ew_blocks((size_t)N * C), ZT_EW_THREADS, 0, zt_cu.stream>>>(y, x16, pos, w, N, K, C);
+    ZT_LAUNCHED("k_rows_sum16");
 }
 
 void zt_cuda_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
