@@ -380,6 +380,24 @@ mutant rows-dot-start kernels/cuda/cuda_moe.cu \
 mutant sigmoid-bwd kernels/cuda/cuda_moe.cu \
     'dx\[i\] = dy\[i\] \* y\[i\]\K \* \(1\.0f - y\[i\]\)' ''
 
+# rows_dot16h (the grouped backward's routing-weight dot): the rows
+# rounded back unweighted
+mutant rows-dot16h-scale kernels/cuda/cuda_moe.cu \
+    'if \(w\) p\[c\] = zt_cvt_f32_to_bf16\(\Kw\[i\] \* v(?=\);)' 'v'
+
+# rows_sum16 (the per-token sum): the inverse permutation misses the last row
+mutant moe-inverse-last kernels/cuda/cuda_moe.cu \
+    'if \(i < \Kn(?=\) pos\[perm\[i\]\] = i;)' 'n - 1'
+
+# rows_sum16: the routing weight ignored
+mutant rows-sum16-weight kernels/cuda/cuda_moe.cu \
+    'const float a = \Kw \? w\[nx\] : 1\.0f(?=;)' '1.0f'
+
+# the grouped GEMMs' pointer arrays: the B operand stepped by the output's
+# row stride (the input gradients' dout rows, and the forward's x rows)
+mutant grouped-ptrs-stride kernels/cuda/cuda_matmul.cu \
+    'pb\[q\] = a\.x \+ o \* a\.\Kxs(?=;)' 'os'
+
 # the MoE groups on the device (moe_permute's k_moe_fill): the running
 # offset advanced by the chunk's count one thread short (sc[ZT_MOE_SCAN - 2])
 mutant moe-fill-carry kernels/cuda/cuda_moe.cu \
