@@ -131,14 +131,14 @@ void zt_cpu_rows_dot16h(float *out, uint16_t *a16, const uint16_t *b16, const fl
 }
 
 /* rows_scatter16 (backend.h): rows_scatter of the widened x16 */
+/* o[c] += a fp32(s[c]), c < C: one row of rows_scatter16 and rows_sum16 */
+static void add_row16(float *o, const uint16_t *s, float a, int C) {
+    for (int c = 0; c < C; ++c) o[c] += a * zt_bf16_to_f32(s[c]);
+}
 void zt_cpu_rows_scatter16(float *y, const uint16_t *x16, const int *rows, const float *w, int n,
                            int C) {
-    for (int i = 0; i < n; ++i) {   /* serial: rows repeat, the order of the sums is fixed */
-        float *o = y + (size_t)(rows ? rows[i] : i) * C;
-        const uint16_t *s = x16 + (size_t)i * C;
-        const float a = w ? w[i] : 1.0f;
-        for (int c = 0; c < C; ++c) o[c] += a * zt_bf16_to_f32(s[c]);
-    }
+    for (int i = 0; i < n; ++i)   /* serial: rows repeat, the order of the sums is fixed */
+        add_row16(y + (size_t)(rows ? rows[i] : i) * C, x16 + (size_t)i * C, w ? w[i] : 1.0f, C);
 }
 
 /* rows_sum16 (backend.h): rows_scatter16's serial sums, each row's token
@@ -147,12 +147,8 @@ void zt_cpu_rows_sum16(float *y, const uint16_t *x16, const int *perm, int *pos,
                        int K, int C) {
     (void)pos, (void)N;
     if (K <= 0) return;
-    for (int i = 0; i < n; ++i) {
-        float *o = y + (size_t)(perm[i] / K) * C;
-        const uint16_t *s = x16 + (size_t)i * C;
-        const float a = w ? w[i] : 1.0f;
-        for (int c = 0; c < C; ++c) o[c] += a * zt_bf16_to_f32(s[c]);
-    }
+    for (int i = 0; i < n; ++i)
+        add_row16(y + (size_t)(perm[i] / K) * C, x16 + (size_t)i * C, w ? w[i] : 1.0f, C);
 }
 
 void zt_cpu_moe_permute(int *off, int *perm, int *rows, const int *idx, int N, int K, int E) {
