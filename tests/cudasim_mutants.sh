@@ -364,9 +364,9 @@ mutant moe-topk-tie kernels/cuda/cuda_moe.cu \
 mutant moe-route-bwd-norm kernels/cuda/cuda_moe.cu \
     'dl\[ix\[k\]\] = norm \? \(dw\[k\] - \Kdot / S(?=\) / S)' '0.0f'
 
-# MoE combine (rows_scatter): the routing weight ignored
+# MoE combine (rows_scatter, the fp32 one: rows_scatter16 has the same line): the routing weight ignored
 mutant rows-scatter-weight kernels/cuda/cuda_moe.cu \
-    '/\* in order: rows repeat \*/\n        const float a = \Kw \? w\[i\] : 1\.0f(?=;)' '1.0f'
+    '/\* in order: rows repeat \*/\n        const float a = \Kw \? w\[i\] : 1\.0f(?=;\n        y\[\(size_t\)\(rows \? rows\[i\] : i\) \* C \+ c\] \+= a \* x\[)' '1.0f'
 
 # MoE dispatch (rows_gather): the token's row index ignored
 mutant rows-gather-row kernels/cuda/cuda_moe.cu \
