@@ -1090,6 +1090,31 @@ typedef struct zt_backend {
      * so each element's additions in rows_scatter16's order. */
     void (*rows_sum16)(float *y, const uint16_t *x16, const int *perm, int *pos, const float *w, int n,
                        int N, int K, int C);
+    /* ---- the Mixture of Experts' grouped weight gradients (last;
+     * optional: NULL when the backend has none, libtrain/moe.c then runs
+     * a matmul_bwd_d16 an expert; config.h ZT_W16_MOEGW) ----
+     * matmul_grouped_dw16: G weight-gradient GEMMs over consecutive row
+     * blocks (n, o_g as matmul_grouped_o16's): for each block with n[g] > 0,
+     * dw_g = dw + g OC C (fp32 [OC, C]) becomes
+     *   (dw_fresh(dw_g) ? 0 : dw_g) + fp32(bf16(dout16_g^T @ inp16_g)),
+     * dout16_g = dout16 + o_g OC (bf16 [n[g], OC]), inp16_g = inp16 + o_g C
+     * (bf16 [n[g], C]): the product in fp32, rounded to bf16 once (nearest
+     * even) and added in fp32, as autocast's bf16 Linear writes its weight's
+     * gradient and the fp32 .grad takes it.  Blocks without rows: dw_g
+     * untouched.  tmp16: bf16 scratch of tmp_n >= OC C elements (the
+     * products wait there; contents after unspecified; cpu: unused).  cpu:
+     * per block, the product as matmul_bwd_d16's dW computes it (beta 0,
+     * host scratch of its own), rounded, added.  cuda: bf16 matmul mode only
+     * (fp32 mode, or tmp_n < OC C, records an error and computes nothing);
+     * the blocks with rows in chunks of min(tmp_n / (OC C), 256): one
+     * cublasGemmGroupedBatchedEx a chunk (bf16 A, B, C, fp32 compute; m C,
+     * n OC, k n[g], A N, B T; block q of the chunk into tmp16 + q OC C), its
+     * pointer arrays in scratch (zt_cuda_ws_matmul_grouped(0, ...)), then
+     * k_dw_add16 over the chunk (a thread an element); where cuBLAS refuses
+     * (the forward's switch) a cublasGemmEx a block into the same tmp16
+     * slots, then the same k_dw_add16. */
+    void (*matmul_grouped_dw16)(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
+                                const uint16_t *inp16, const int *n, int G, int C, int OC);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

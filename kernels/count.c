@@ -54,7 +54,8 @@ enum {
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
     K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_ROWS_DOT16, K_ROWS_SCATTER16,
-    K_GEMM_GROUPED_BWD, K_ROWS_DOT16H, K_MOE_INVERSE, K_ROWS_SUM16, K_N
+    K_GEMM_GROUPED_BWD, K_ROWS_DOT16H, K_MOE_INVERSE, K_ROWS_SUM16, K_GEMM_GROUPED_DW, K_GROUPED_DW_PTRS,
+    K_DW_ADD16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -180,6 +181,9 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_ROWS_DOT16H] = {"k_rows_dot16h", ZT_CC_SCATTER},
     [K_MOE_INVERSE] = {"k_moe_inverse", ZT_CC_SCATTER},
     [K_ROWS_SUM16] = {"k_rows_sum16", ZT_CC_STREAM},
+    [K_GEMM_GROUPED_DW] = {"cublasGemmGroupedBatchedEx bf16 dw", ZT_CC_GEMM_BF16},
+    [K_GROUPED_DW_PTRS] = {"k_grouped_dw_ptrs", ZT_CC_SCATTER},
+    [K_DW_ADD16] = {"k_dw_add16", ZT_CC_STREAM},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -1844,6 +1848,42 @@ static void c_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_
         rec(K_GROUPED_PTRS, 0, 3 * (gn - q < 256 ? gn - q : 256) * sizeof(void *));
     rec(K_GEMM_GROUPED_BWD, fl, by);
 }
+/* matmul_grouped_dw16 (cuda_matmul.cu, bf16 mode): the blocks with rows
+ * in chunks of min(tmp_n / (OC C), 256), each: the pointer arrays
+ * (k_grouped_dw_ptrs, one thread, 3 pointers a block), one
+ * cublasGemmGroupedBatchedEx (2 n OC C FLOPs a block, its output gradient
+ * (n OC h) and input (n C h) read, its bf16 product (OC C h) written),
+ * then k_dw_add16 (a block's product read, its fp32 gradient read unless
+ * fresh, written: OC C (h + f) or (h + 2 f)).  No blocks with rows, or
+ * tmp_n < OC C (cuda records an error): nothing. */
+static void c_matmul_grouped_dw16(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
+                                  const uint16_t *inp16, const int *n, int G, int C, int OC) {
+    call(ZT_CE_matmul_grouped_dw16);
+    if (g_inner) g_inner->matmul_grouped_dw16(dw, tmp16, tmp_n, dout16, inp16, n, G, C, OC);
+    if (g_mode != ZT_MATMUL_BF16 || !n || !dw || G <= 0 || C <= 0 || OC <= 0) return;
+    const size_t wn = (size_t)OC * C;
+    if (tmp_n < wn) return;
+    const int cap = tmp_n / wn < 256 ? (int)(tmp_n / wn) : 256;
+    double fl = 0, by = 0, ab = 0;
+    int q = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        fl += 2 * D(n[g]) * D(OC) * D(C);
+        by += (D(n[g]) * D(OC) + D(n[g]) * D(C) + D(wn)) * H;
+        ab += D(wn) * (H + (dw_beta1(dw + (size_t)g * wn) ? 2 * F : F));
+        if (++q == cap) {
+            rec(K_GROUPED_DW_PTRS, 0, 3 * D(q) * sizeof(void *));
+            rec(K_GEMM_GROUPED_DW, fl, by);
+            rec(K_DW_ADD16, 0, ab);
+            fl = by = ab = 0, q = 0;
+        }
+    }
+    if (q) {
+        rec(K_GROUPED_DW_PTRS, 0, 3 * D(q) * sizeof(void *));
+        rec(K_GEMM_GROUPED_DW, fl, by);
+        rec(K_DW_ADD16, 0, ab);
+    }
+}
 static void c_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
     call(ZT_CE_gelu_fwd16);
     if (g_inner) g_inner->gelu_fwd16(out16, in16, tmp, n);
@@ -2608,6 +2648,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
         if (!inner || inner->rows_sum16) t->rows_sum16 = c_rows_sum16;
     }
     if (!inner || inner->matmul_grouped_bwd_o16) t->matmul_grouped_bwd_o16 = c_matmul_grouped_bwd_o16;
+    if (!inner || inner->matmul_grouped_dw16) t->matmul_grouped_dw16 = c_matmul_grouped_dw16;
 }
 
 const zt_backend *zt_backend_count(void) {

@@ -416,6 +416,18 @@ static void p_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_
         if (n[g] > 0) rows += n[g], wb += 2.0 * OC * C;
     k_end(t, ZT_PROF_MATMUL_BWD, 2.0 * rows * C * OC, 2.0 * rows * OC + 2.0 * rows * C + wb);
 }
+/* the MoE's grouped weight gradients: the blocks' dW GEMMs together (bf16
+ * operands, the bf16 products written and read again, dw read and
+ * written) */
+static void p_matmul_grouped_dw16(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
+                                  const uint16_t *inp16, const int *n, int G, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_grouped_dw16(dw, tmp16, tmp_n, dout16, inp16, n, G, C, OC);
+    double rows = 0, wb = 0;
+    for (int g = 0; g < G; ++g)
+        if (n[g] > 0) rows += n[g], wb += (2.0 + 2.0 + 2 * F4) * OC * C;
+    k_end(t, ZT_PROF_MATMUL_BWD, 2.0 * rows * C * OC, 2.0 * rows * OC + 2.0 * rows * C + wb);
+}
 /* the base input gradient accumulated into bf16: matmul_bwd_acc's counts
  * with dinp16 read and written in bf16 */
 static void p_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
@@ -939,6 +951,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(matmul_bwd_acc16);
     W(matmul_grouped_o16);
     W(matmul_grouped_bwd_o16);
+    W(matmul_grouped_dw16);
     W(adamw);
     W(sumsq);
     W(scale);

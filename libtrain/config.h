@@ -375,7 +375,18 @@ typedef struct zt_model_config {
  *                   weight gradients stay a GEMM an expert.  NOT the same
  *                   values (down's and gate|up's input gradients rounded to
  *                   bf16, the weighting rounded again; tests/test_count.c's
- *                   bounds) */
+ *                   bounds)
+ *   ZT_W16_MOEGW    ZT_TEST_NO_MOEGW: with ZT_W16_MOEGB's grouped input
+ *                   gradients, the bf16 routed rows (ZT_W16_MX16) and the
+ *                   backend's matmul_grouped_dw16, the experts' weight
+ *                   gradients too in grouped GEMMs (down's, then gate|up's:
+ *                   each expert's product rounded to bf16 in the backward's
+ *                   free dyp, then added into its fp32 gradient, chunks of
+ *                   as many experts as dyp holds; where dyp holds fewer than
+ *                   one expert's, a GEMM an expert as before).  NOT the same
+ *                   values (each expert's weight gradient rounded to bf16
+ *                   once a micro-batch, autocast's bf16 Linear;
+ *                   tests/test_count.c's bounds) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -416,6 +427,7 @@ typedef struct zt_model_config {
 #define ZT_W16_NOYP       (UINT64_C(1) << 36)
 #define ZT_W16_MOED16     (UINT64_C(1) << 37)
 #define ZT_W16_MOEGB      (UINT64_C(1) << 38)
+#define ZT_W16_MOEGW      (UINT64_C(1) << 39)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -375,6 +375,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     zt_w16_keep_if(&m->cfg, ZT_W16_MOED16, be->matmul_bwd_d16 && be->swiglu_bwd_d16);
     zt_w16_keep_if(&m->cfg, ZT_W16_MOEGB, zt_w16_on(&m->cfg, ZT_W16_MOED16) && be->matmul_grouped_bwd_o16 &&
                    be->rows_dot16h && be->swiglu_bwd_dd16 && be->rows_scatter16);
+    zt_w16_keep_if(&m->cfg, ZT_W16_MOEGW, zt_w16_on(&m->cfg, ZT_W16_MOEGB) && zt_w16_on(&m->cfg, ZT_W16_MX16) &&
+                   be->matmul_grouped_dw16);
     zt_w16_keep_if(&m->cfg, ZT_W16_N16, zt_n16_ok(be));
     zt_w16_keep_if(&m->cfg, ZT_W16_R16, zt_r16_ok(be));
     zt_w16_keep_if(&m->cfg, ZT_W16_AO16, zt_ao16_ok(be));
@@ -731,6 +733,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             if (base) la->moe.d16 = ms.b16 && zt_w16_on(mc, ZT_W16_MOED16);
             /* (and their input gradients in grouped bf16 GEMMs: ZT_W16_MOEGB) */
             if (base) la->moe.gb16 = la->moe.d16 && zt_w16_on(mc, ZT_W16_MOEGB);
+            /* (and their weight gradients too: ZT_W16_MOEGW) */
+            if (base) la->moe.gw16 = la->moe.gb16 && zt_w16_on(mc, ZT_W16_MOEGW);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
         zt_carve_lora_keep(&cv, la->lora_h, mc, N, training);

@@ -502,6 +502,12 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     return ZT_OK;
 }
 
+/* the grouped weight gradients' condition on the room: dyp ([NK, C] fp32,
+ * 2 NK C bf16 elements) holds at least one expert's bf16 product [OC, IN] */
+static int grouped_dw_fits(int NK, int C, int OC, int IN) {
+    return (size_t)NK * C * 2 >= (size_t)OC * IN;
+}
+
 /* outputs16's down projection backward (the outputs yp = W_e hp not
  * kept): with g_i = W_e^T dy[row_i], dy[row_i] . yp_i = g_i . hp_i, so
  * the input-gradient GEMMs run on the unweighted rows dy[row_i] (in dyp),
@@ -517,7 +523,7 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
  * swiglu_bwd_dd16 reads) */
 static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_moe_w *w,
                        zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g, const float *dy, int N,
-                       const int *nl, int gb) {
+                       const int *nl, int gb, int gwg) {
     const int C = s->C, I = s->I, NK = N * s->K, El = s->E;   /* (no expert parallelism) */
     size_t o = 0;
     /* (d16: the rows rounded once into dxp's bytes, free until gate|up's
@@ -557,6 +563,17 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
     be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
     if (d16) be->to_bf16(d16, g->dyp, (size_t)NK * C);
     o = 0;
+    if (gwg && d16 && grouped_dw_fits(NK, C, C, I)) {
+        /* (gwg: one grouped call, each expert's product rounded to bf16 in
+         * dyp, free after the rounding above, then added) */
+        for (int l = 0; l < El; ++l) {
+            if (nl[l] == 0) empty_expert(be, gw->down, (size_t)l * C * I, (size_t)C * I);
+            o += (size_t)nl[l];
+        }
+        be->matmul_grouped_dw16(gw->down, (uint16_t *)(void *)g->dyp, (size_t)NK * C * 2, d16, a->hp16, nl, El,
+                                I, C);
+        return o;
+    }
     for (int l = 0; l < El; ++l) {
         const int c = nl[l];
         const size_t dn = (size_t)l * C * I;
@@ -591,6 +608,9 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     const int gb = a->gb16 && a->d16 && o16 && P <= 1 && w->gate_up16 && w->down16 &&
                    be->matmul_grouped_bwd_o16 && be->rows_dot16h && be->swiglu_bwd_dd16 &&
                    be->rows_scatter16;
+    /* (gwg: the weight gradients in grouped bf16 GEMMs too, zt_moe_acts
+     * gw16, with the bf16 routed rows; each where dyp holds an expert's) */
+    const int gwg = gb && a->gw16 && x16 && be->matmul_grouped_dw16;
     if (!o16) {
         /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order
          * (yp16 widened into dyp, which the next gather overwrites) */
@@ -620,7 +640,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     if (a->gup16) {
         /* (bf16: the down GEMMs' backward reading hp16, SwiGLU's over every
          * row at once reading gup16, then gate|up's) */
-        if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl, gb);   /* (o: the rows) */
+        if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl, gb, gwg);   /* (o: the rows) */
         /* (d16: the received rows rounded once into dxr's bytes, free
          * after the regroup into dyr, until gate|up's input gradients) */
         uint16_t *d16 = a->d16 && !o16 ? (uint16_t *)(void *)g->dxr : NULL;
@@ -652,8 +672,19 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
          * then the weight gradients alone a GEMM an expert) */
         if (o && gb)
             be->matmul_grouped_bwd_o16((uint16_t *)(void *)dxe, g->dyp, dgu16, w->gate_up16, nl, El, C, 2 * I);
+        /* (gwg: gate|up's weight gradients in one grouped call, the
+         * products in dyp, free again: the grouped call above took it as a
+         * fallback's scratch) */
+        const int gwu = gwg && gw->gate_up && grouped_dw_fits(NK, C, 2 * I, C);
+        if (gwu) {
+            for (int l = 0; l < El; ++l)
+                if (nl[l] == 0) empty_expert(be, gw->gate_up, (size_t)l * 2 * I * C, (size_t)2 * I * C);
+            if (o)
+                be->matmul_grouped_dw16(gw->gate_up, (uint16_t *)(void *)g->dyp, (size_t)NK * C * 2, dgu16,
+                                        a->xp16, nl, El, C, 2 * I);
+        }
         o = 0;
-        for (int l = 0; l < El; ++l) {
+        for (int l = 0; l < El && !gwu; ++l) {
             const int c = nl[l];
             const size_t gu = (size_t)l * 2 * I * C;
             if (c == 0) {

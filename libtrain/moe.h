@@ -133,6 +133,12 @@ typedef struct zt_moe_acts {
      * takes it where the outputs are not kept, there is no expert
      * parallelism and the bf16 expert weights are bound) */
     int gb16;
+    /* gb16: the experts' weight gradients in grouped GEMMs too, each
+     * expert's product rounded to bf16 in the backward's dyp, then added
+     * (config.h ZT_W16_MOEGW; set by the model; moe.c takes it with gb16's
+     * path, the bf16 routed rows, and where dyp holds one expert's
+     * product) */
+    int gw16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block

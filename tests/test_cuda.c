@@ -2590,6 +2590,123 @@ static void test_grouped_bwd(const int *n, int G, int C, int OC) {
     precision_left_fp32("matmul_grouped_bwd_o16");
 }
 
+/* its weight gradients (backend.h matmul_grouped_dw16), bf16 mode: the cpu
+ * backend's bitwise its documented sequence (each block's product as
+ * matmul_bwd_d16's dW computes it, rounded to bf16, added; fresh: written);
+ * the GPU's the CPU's within one bf16 ulp of the product, blocks without
+ * rows and anything past the gradients untouched, a fresh gradient not
+ * read (NaN before); on the simulator bitwise across chunk sizes (tmp16
+ * for one block, for tb blocks) and where cuBLAS refuses the grouped call
+ * (a GEMM a block, reported). */
+static void test_grouped_dw(const int *n, int G, int C, int OC, int tb) {
+    char tag[96];
+    size_t rows = 0;
+    for (int g = 0; g < G; ++g) rows += (size_t)n[g];
+    snprintf(tag, sizeof tag, "G=%d rows=%zu C=%d OC=%d tmp %d blocks", G, rows, C, OC, tb);
+    if (!gpu->matmul_grouped_dw16 || !cpu->matmul_grouped_dw16 || !gpu->set_dw_fresh || !cpu->set_dw_fresh) {
+        tap_skip("matmul_grouped_dw16", "the table has no grouped weight-gradient GEMM");
+        return;
+    }
+    size_t fr = 0, to = 0;
+    char dn[128] = "";
+    const int sim = !selftest && gpu->device_memory && gpu->device_memory(&fr, &to, dn, sizeof dn) == 0 &&
+                    strstr(dn, "cudasim");
+    gpu->set_matmul_precision(ZT_MATMUL_BF16);
+    cpu->set_matmul_precision(ZT_MATMUL_BF16);
+    const size_t wn = (size_t)OC * C, nw = (size_t)G * wn + 5, nd = rows * OC, nx = rows * C;  /* (+5: past) */
+    const size_t tn = (size_t)tb * wn;
+    float *d = fvec(nd ? nd : 1, 1.0), *x = fvec(nx ? nx : 1, 1.0), *w0 = fvec(nw, 0.25);
+    float *ref = xmalloc(nw * 4), *refz = xmalloc(nw * 4), *got = xmalloc(nw * 4), *p = xmalloc(wn * 4);
+    float *gh = xmalloc(nw * 4), *nan = xmalloc(nw * 4);
+    uint16_t *d16 = xmalloc(nd * 2 + 2), *x16 = xmalloc(nx * 2 + 2), *t16 = xmalloc(tn * 2);
+    cpu->to_bf16(d16, d, nd);
+    cpu->to_bf16(x16, x, nx);
+    for (size_t i = 0; i < nw; ++i) nan[i] = NAN;
+    /* the cpu: the documented sequence, accumulating and fresh */
+    memcpy(ref, w0, nw * 4);
+    memcpy(refz, nan, nw * 4);
+    size_t o = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] > 0) {
+            memset(p, 0, wn * 4);
+            cpu->matmul_bwd_d16(NULL, p, NULL, NULL, d16 + o * OC, NULL, x16 + o * C, NULL, NULL, n[g], C, OC);
+            for (size_t i = 0; i < wn; ++i) {
+                const float r = zt_cvt_bf16_to_f32(zt_cvt_f32_to_bf16(p[i]));
+                ref[g * wn + i] = w0[g * wn + i] + r;
+                refz[g * wn + i] = 0.0f + r;
+            }
+        }
+        o += (size_t)n[g];
+    }
+    memcpy(got, w0, nw * 4);
+    cpu->matmul_grouped_dw16(got, t16, tn, d16, x16, n, G, C, OC);
+    int ok = !memcmp(got, ref, nw * 4);
+    memcpy(got, nan, nw * 4);
+    cpu->set_dw_fresh(got, G * wn);
+    cpu->matmul_grouped_dw16(got, t16, tn, d16, x16, n, G, C, OC);
+    cpu->set_dw_fresh(NULL, 0);
+    ok = ok && !memcmp(got, refz, nw * 4);
+    tap_ok(ok, "cpu matmul_grouped_dw16 %s: bitwise each block's matmul_bwd_d16 product rounded to bf16 and "
+           "added (fresh: written), blocks without rows and past the gradients untouched", tag);
+    /* the GPU's against the CPU's */
+    float *w_d = devf(w0, nw), *z_d = devf(nan, nw), *l_d = devf(w0, nw);
+    uint16_t *d16_d = dev(d16, nd * 2 + 2), *x16_d = dev(x16, nx * 2 + 2), *t_d = gpu->alloc(tn * 2);
+    uint16_t *t1_d = gpu->alloc(wn * 2);
+    gpu->matmul_grouped_dw16(w_d, t_d, tn, d16_d, x16_d, n, G, C, OC);
+    gpu->set_dw_fresh(z_d, G * wn);
+    gpu->matmul_grouped_dw16(z_d, t_d, tn, d16_d, x16_d, n, G, C, OC);
+    gpu->set_dw_fresh(NULL, 0);
+    size_t bad = 0, untouched = 0;
+    for (int fresh = 0; fresh < 2; ++fresh) {
+        gpu->to_host(gh, fresh ? z_d : w_d, nw * 4);
+        const float *r = fresh ? refz : ref, *b = fresh ? nan : w0;
+        o = 0;
+        for (size_t i = 0; i < nw; ++i) {
+            const int g = (int)(i / wn);
+            if (g >= G || n[g] == 0) {   /* (bitwise the fill) */
+                untouched += memcmp(&gh[i], &b[i], 4) != 0;
+                continue;
+            }
+            const double pr = fresh ? (double)r[i] : (double)r[i] - (double)b[i];
+            if (!(fabs((double)gh[i] - (double)r[i]) <= 0x1p-7 * fabs(pr) + 0x1p-22 * fabs((double)r[i]) + 1e-7))
+                bad++;
+        }
+    }
+    tap_ok(bad == 0 && untouched == 0, "matmul_grouped_dw16 %s: the CPU's within one bf16 ulp of each product "
+           "(%zu outside), accumulating and fresh (NaN before: not read), blocks without rows and past the "
+           "gradients untouched (%zu changed)", tag, bad, untouched);
+    if (sim) {
+        /* one block a chunk: the same bytes */
+        gpu->matmul_grouped_dw16(l_d, t1_d, wn, d16_d, x16_d, n, G, C, OC);
+        const int chunk = same_bits(w_d, l_d, nw * 4);
+        /* cuBLAS refusing the grouped call: a GEMM a block, the same bytes */
+        char rep[200];
+        setenv("ZT_SIM_CUBLAS_NO_GROUPED", "1", 1);
+        gpu->to_device(l_d, w0, nw * 4);
+        gpu->matmul_grouped_dw16(l_d, t_d, tn, d16_d, x16_d, n, G, C, OC);
+        const int grp = zt_cuda_grouped_report(rep, sizeof rep);
+        unsetenv("ZT_SIM_CUBLAS_NO_GROUPED");
+        const int any = rows > 0;
+        tap_ok(chunk && same_bits(w_d, l_d, nw * 4) && grp == !any &&
+               (!any || strstr(rep, "refused the weight gradients'") != NULL),
+               "matmul_grouped_dw16 %s: bitwise with tmp16 for one block, and where cuBLAS refuses the call "
+               "(ZT_SIM_CUBLAS_NO_GROUPED=1: a GEMM a block, reported: %s) (simulator)", tag, rep);
+        zt_cuda_grouped_for_test(1);
+        no_error("matmul_grouped_dw16 fallback");
+    } else {
+        tap_skip("matmul_grouped_dw16 bitwise across chunks and the fallback", "on the simulator only (a GPU's "
+                 "grouped kernels may sum in another order than cublasGemmEx's)");
+    }
+    free(d); free(x); free(w0); free(ref); free(refz); free(got); free(p); free(gh); free(nan);
+    free(d16); free(x16); free(t16);
+    gpu->free(w_d); gpu->free(z_d); gpu->free(l_d); gpu->free(d16_d); gpu->free(x16_d); gpu->free(t_d);
+    gpu->free(t1_d);
+    gpu->set_matmul_precision(ZT_MATMUL_FP32);
+    cpu->set_matmul_precision(ZT_MATMUL_FP32);
+    no_error("matmul_grouped_dw16");
+    precision_left_fp32("matmul_grouped_dw16");
+}
+
 static void test_moe(int N, int E, int K, int C) {
     if (!gpu->moe_route_fwd || !gpu->moe_route_bwd || !gpu->rows_gather || !gpu->rows_scatter ||
         !gpu->rows_dot || !gpu->sigmoid_fwd || !gpu->sigmoid_bwd) {
@@ -4451,6 +4568,11 @@ int main(void) {
         test_grouped_bwd(n0, 2, 13, 9);
         test_grouped_bwd(nq, 4, 80, 96);
         test_grouped_bwd(nm, 600, 5, 8);
+        test_grouped_dw(n6, 6, 13, 9, 2);    /* chunks of 2 blocks with rows */
+        test_grouped_dw(n1, 1, 9, 13, 1);
+        test_grouped_dw(n0, 2, 13, 9, 1);    /* no rows: nothing */
+        test_grouped_dw(nq, 4, 80, 96, 3);   /* one chunk */
+        test_grouped_dw(nm, 600, 5, 8, 300); /* chunks of 256 (the pointers' cap), then 144 */
     }
     test_moe(37, 7, 3, 13);              /* E not a power of two, odd sizes */
     test_moe(5, 60, 4, 33);              /* OLMoE-like E, few tokens */

@@ -906,6 +906,39 @@ static void cpu_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint1
     }
 }
 
+/* matmul_grouped_dw16 (backend.h): per block with rows, the product as
+ * matmul_bwd_d16's dW computes it (the bf16 operands widened, exact; beta
+ * 0 into host scratch of its own), then dw_g = (fresh ? 0 : dw_g) +
+ * round_bf16(product), in order; tmp16 unused */
+static void cpu_matmul_grouped_dw16(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
+                                    const uint16_t *inp16, const int *n, int G, int C, int OC) {
+    (void)tmp16, (void)tmp_n;
+    if (G <= 0 || C <= 0 || OC <= 0 || !n || !dw) return;
+    const size_t wn = (size_t)OC * C;
+    float *p = malloc(wn * sizeof(float));
+    if (!p) {
+        cpu_err = "cpu_backend.c: matmul_grouped_dw16: out of memory for a block's product (nothing computed)";
+        return;
+    }
+    size_t o = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        float *d = widen_a16(dout16 + o * OC, n[g], OC), *x = d ? widen_a16(inp16 + o * C, n[g], C) : NULL;
+        if (x) {
+            gemm_par(1, 0, OC, C, n[g], d, OC, x, C, 0.0f, p, C);
+            float *dg = dw + (size_t)g * wn;
+            const int fresh = dw_beta(dg) == 0.0f;
+#pragma omp parallel for simd schedule(static) if (wn >= ZT_PAR_MIN)
+            for (size_t i = 0; i < wn; i++) dg[i] = (fresh ? 0.0f : dg[i]) + zt_cpu_round_bf16(p[i]);
+        }
+        free(x);
+        free(d);
+        if (!x) break;   /* (widen_a16 recorded it) */
+        o += (size_t)n[g];
+    }
+    free(p);
+}
+
 static void cpu_scale(float *x, size_t n, float s) {
 #pragma omp parallel for simd schedule(static) if (n >= ZT_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
@@ -1207,6 +1240,7 @@ static const zt_backend cpu_backend = {
     .rows_dot16h = zt_cpu_rows_dot16h,
     .dw_fresh = cpu_dw_fresh,
     .rows_sum16 = zt_cpu_rows_sum16,
+    .matmul_grouped_dw16 = cpu_matmul_grouped_dw16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -694,6 +694,23 @@ static void s_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_
         cpu()->matmul_grouped_bwd_o16(dinp16, tmp, dout16, w16, n, G, C, OC);
     leave();
 }
+/* (dw [G, OC, C] read and written, tmp16 [tmp_n] bf16 scratch, at least
+ * one block's OC C as cuda asks; dout16 [rows, OC], inp16 [rows, C]; n:
+ * host ints) */
+static void s_matmul_grouped_dw16(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
+                                  const uint16_t *inp16, const int *n, int G, int C, int OC) {
+    enter();
+    size_t rows = 0;
+    for (int g = 0; n && g < G; ++g) rows += n[g] > 0 ? (size_t)n[g] : 0;
+    if (rows && C > 0 && OC > 0 && tmp_n < (size_t)OC * C)
+        set_err("cpu-strict: %s: %s smaller than one block's product (%p)", "matmul_grouped_dw16", "tmp16",
+                tmp16);
+    else if (rows && C > 0 && OC > 0 &&
+             NEED_ALL("matmul_grouped_dw16", {"dw", dw, (size_t)G * OC * C * F}, {"tmp16", tmp16, tmp_n * 2},
+                      {"dout16", dout16, rows * OC * 2}, {"inp16", inp16, rows * C * 2}))
+        cpu()->matmul_grouped_dw16(dw, tmp16, tmp_n, dout16, inp16, n, G, C, OC);
+    leave();
+}
 /* (a question about a pointer: nothing read) */
 static int s_dw_fresh(const float *dw) { return cpu()->dw_fresh(dw); }
 /* (the gradients g[n] the dW GEMMs may overwrite: device memory; g NULL:
@@ -1904,6 +1921,7 @@ static const zt_backend strict_backend = {
     .rows_dot16h = s_rows_dot16h,
     .dw_fresh = s_dw_fresh,
     .rows_sum16 = s_rows_sum16,
+    .matmul_grouped_dw16 = s_matmul_grouped_dw16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

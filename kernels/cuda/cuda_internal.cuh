@@ -385,6 +385,8 @@ int zt_cuda_dw_fresh(const float *dw);
 /* its input gradients (backend.h matmul_grouped_bwd_o16) */
 void zt_cuda_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t *dout16, const uint16_t *w16,
                                     const int *n, int G, int C, int OC);
+void zt_cuda_matmul_grouped_dw16(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
+                                  const uint16_t *inp16, const int *n, int G, int C, int OC);
 /* the base input gradient accumulated into a bf16 gradient (backend.h matmul_bwd_acc16) */
 void zt_cuda_matmul_bwd_acc16(uint16_t *dinp16, const float *dout, const uint16_t *dout16,
                               const float *w, const uint16_t *w16, int N, int C, int OC);

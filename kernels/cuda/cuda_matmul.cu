@@ -1083,6 +1083,141 @@ void zt_cuda_matmul_grouped_bwd_o16(uint16_t *dinp16, float *tmp, const uint16_t
         grouped_loop(true, dinp16, tmp, NULL, dout16, w16, n, G, C, OC);
 }
 
+/* the MoE experts' grouped weight gradients (backend.h
+ * matmul_grouped_dw16): a chunk of up to ZT_GRP_CHUNK blocks with rows,
+ * each its expert g, its row count n and whether its gradient is fresh */
+struct zt_dw_args {
+    int gn;
+    int g[ZT_GRP_CHUNK], n[ZT_GRP_CHUNK];
+    unsigned char fresh[ZT_GRP_CHUNK];
+};
+
+/* the chunk's pointer arrays, its first row o0: pa[q] = inp + o_q C, pb[q] =
+ * dout + o_q OC, pc[q] = tmp + q OC C (one thread: a.gn <= 256 stores each) */
+__global__ void k_grouped_dw_ptrs(const void **pa, const void **pb, void **pc, const bf16_t *inp, const bf16_t *dout,
+                                  bf16_t *tmp, int C, int OC, zt_dw_args a, size_t o0) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    size_t o = o0;
+    for (int q = 0; q < a.gn; ++q) {
+        pa[q] = inp + o * C;
+        pb[q] = dout + o * OC;
+        pc[q] = tmp + (size_t)q * OC * C;
+        o += (size_t)a.n[q];
+    }
+}
+
+/* dw_g += fp32(tmp_q) (fresh: =) over the chunk's blocks: block q of the
+ * chunk is blockIdx.y, a thread an element of its wn = OC C */
+__global__ void k_dw_add16(float *dw, const bf16_t *tmp, size_t wn, zt_dw_args a) {
+    const int q = blockIdx.y;
+    if (q >= a.gn) return;
+    float *d = dw + (size_t)a.g[q] * wn;
+    const bf16_t *t = tmp + (size_t)q * wn;
+    const bool fresh = a.fresh[q] != 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < wn; i += (size_t)gridDim.x * blockDim.x)
+        d[i] = (fresh ? 0.0f : d[i]) + zt_cvt_bf16_to_f32(t[i].x);
+}
+
+/* one chunk's products into tmp: the grouped call (m C, n OC, k n_q, A N
+ * = inp_q, B T = dout_q, ldc C) or, after cuBLAS refused one (g_grp_off,
+ * the forward's switch), a cublasGemmEx a block; then k_dw_add16.  The
+ * pointer arrays in ptrs.  false: an error recorded. */
+static bool grouped_dw_chunk(float *dw, bf16_t *tmp, const bf16_t *dout, const bf16_t *inp, void **ptrs,
+                             const zt_dw_args &a, size_t o0, int C, int OC) {
+    const float one = 1.0f, zero = 0.0f;
+    const size_t wn = (size_t)OC * C;
+    if (!g_grp_off) {
+        int *iv = (int *)malloc(7 * (size_t)a.gn * sizeof(int));
+        float *sc = (float *)malloc(2 * (size_t)a.gn * sizeof(float));
+        cublasOperation_t *op = (cublasOperation_t *)malloc(2 * (size_t)a.gn * sizeof(cublasOperation_t));
+        if (!iv || !sc || !op) {
+            free(iv), free(sc), free(op);
+            zt_cuda_fail(__FILE__, __LINE__, "matmul_grouped_dw16", "out of host memory for the GEMMs' arguments",
+                         "nothing computed");
+            return false;
+        }
+        const int gn = a.gn;
+        int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *lda = iv + 3 * gn, *ldb = iv + 4 * gn, *ldc = iv + 5 * gn,
+            *grp = iv + 6 * gn;
+        for (int q = 0; q < gn; ++q) {
+            m_[q] = C, n_[q] = OC, k_[q] = a.n[q], lda[q] = C, ldb[q] = OC, ldc[q] = C, grp[q] = 1;
+            sc[q] = 1.0f, sc[gn + q] = 0.0f;
+            op[q] = CUBLAS_OP_N, op[gn + q] = CUBLAS_OP_T;
+        }
+        k_grouped_dw_ptrs<<<1, 1, 0, zt_cu.stream>>>((const void **)ptrs, (const void **)ptrs + gn, ptrs + 2 * gn, inp,
+                                                     dout, tmp, C, OC, a, o0);
+        cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+        const bool up = ZT_LAUNCHED("k_grouped_dw_ptrs");
+        if (up)
+            st = cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)ptrs,
+                                            CUDA_R_16BF, lda, (const void *const *)(ptrs + gn), CUDA_R_16BF, ldb,
+                                            sc + gn, ptrs + 2 * gn, CUDA_R_16BF, ldc, gn, grp, CUBLAS_COMPUTE_32F);
+        free(iv), free(sc), free(op);
+        if (!up) return false;
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            g_grp_off = 1;
+            snprintf(g_grp_why, sizeof g_grp_why,
+                     "a GEMM an expert (cublasGemmGroupedBatchedEx refused the weight gradients' call: %s)",
+                     cublasGetStatusString(st));
+        }
+    }
+    if (g_grp_off) {   /* (a block at a time, the same products into the same slots) */
+        size_t o = o0;
+        for (int q = 0; q < a.gn; ++q) {
+            if (!ZT_BLAS(cublasGemmEx(g_blas, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, a.n[q], &one, inp + o * C, CUDA_R_16BF,
+                                      C, dout + o * OC, CUDA_R_16BF, OC, &zero, tmp + (size_t)q * wn, CUDA_R_16BF, C,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)))
+                return false;
+            o += (size_t)a.n[q];
+        }
+    }
+    dim3 grid((unsigned)((wn + ZT_EW_THREADS - 1) / ZT_EW_THREADS < 4096 ? (wn + ZT_EW_THREADS - 1) / ZT_EW_THREADS
+                                                                         : 4096),
+              (unsigned)a.gn);
+    k_dw_add16<<<grid, ZT_EW_THREADS, 0, zt_cu.stream>>>(dw, tmp, wn, a);
+    return ZT_LAUNCHED("k_dw_add16");
+}
+
+/* matmul_grouped_dw16 (backend.h): the blocks with rows in chunks of
+ * min(tmp_n / (OC C), ZT_GRP_CHUNK) (grouped_dw_chunk each), the pointer
+ * arrays in scratch (zt_cuda_ws_matmul_grouped(0, ...), one chunk's at a
+ * time: the stream orders a chunk's pointers after the last one's GEMM) */
+void zt_cuda_matmul_grouped_dw16(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
+                                 const uint16_t *inp16, const int *n, int G, int C, int OC) {
+    if (!a16_ok("matmul_grouped_dw16") || !n || !dw || G <= 0 || C <= 0 || OC <= 0) return;
+    int gn;
+    const size_t rows = grouped_rows(n, G, &gn);
+    if (!gn) return;
+    const size_t wn = (size_t)OC * C;
+    if (tmp_n < wn) {
+        zt_cuda_fail(__FILE__, __LINE__, "matmul_grouped_dw16", "tmp16 holds less than one block's product",
+                     "nothing computed");
+        return;
+    }
+    const int cap = tmp_n / wn < ZT_GRP_CHUNK ? (int)(tmp_n / wn) : ZT_GRP_CHUNK;
+    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_matmul_grouped(0, rows, C, gn < cap ? gn : cap),
+                                      "grouped GEMM operands");
+    if (!s) return;
+    zt_dw_args a;
+    a.gn = 0;
+    size_t o = 0, o0 = 0;
+    for (int g = 0; g < G; ++g) {
+        if (n[g] <= 0) continue;
+        a.g[a.gn] = g, a.n[a.gn] = n[g], a.fresh[a.gn] = (unsigned char)zt_cuda_dw_fresh(dw + (size_t)g * wn);
+        ++a.gn;
+        o += (size_t)n[g];
+        if (a.gn == cap) {
+            if (!grouped_dw_chunk(dw, (bf16_t *)tmp16, (const bf16_t *)dout16, (const bf16_t *)inp16, (void **)s, a,
+                                  o0, C, OC))
+                return;
+            o0 = o, a.gn = 0;
+        }
+    }
+    if (a.gn)
+        grouped_dw_chunk(dw, (bf16_t *)tmp16, (const bf16_t *)dout16, (const bf16_t *)inp16, (void **)s, a, o0, C,
+                         OC);
+}
+
 /* the forward product accumulated into a bf16 output (backend.h
  * matmul_fwd_acc16): one cuBLASLt GEMM with beta = 1, C = D in bf16 (fp32
  * compute: D = bf16(acc + fp32(C)), rounded once); where Lt has no such
