@@ -738,7 +738,10 @@ typedef struct w16_mem {
     long bacc;         /* matmul_bwd_acc calls */
     long bwds;         /* matmul_bwd + _w16 + _a16 + _d16 calls */
     long fwd, bwd;     /* matmul_fwd + _w16 + _a16 calls; matmul_bwd calls */
-    double gemm_b;     /* bytes of the cublasLt gemm launches (bf16 and fp32) */
+    /* bytes of the cublasLt gemm launches (bf16 and fp32) and of k_dw_add16
+     * (the grouped weight gradients' add: the fp32 gradient read unless
+     * fresh, as a dW GEMM's C) */
+    double gemm_b;
     long copy, copy2d; /* copy and copy2d calls (device to device) */
     long memset_n, d2d_n;       /* cudaMemsetAsync and cudaMemcpyAsync D2D launches */
     double memset_b, d2d_b;     /* and their bytes */
@@ -1012,7 +1015,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->fwd = t.calls[ZT_CE_matmul_fwd] + t.calls[ZT_CE_matmul_fwd_w16] + t.calls[ZT_CE_matmul_fwd_a16];
     mem->bwd = t.calls[ZT_CE_matmul_bwd];
     for (size_t i = 0; i < nk; i++)
-        if (!strcmp(k[i].name, "cublasLt gemm bf16") || !strcmp(k[i].name, "cublasLt gemm fp32"))
+        if (!strcmp(k[i].name, "cublasLt gemm bf16") || !strcmp(k[i].name, "cublasLt gemm fp32") ||
+            !strcmp(k[i].name, "k_dw_add16"))
             mem->gemm_b += k[i].bytes * (double)k[i].launches;
     for (size_t i = 0; i < nk; i++)
         if (k[i].cls == ZT_CC_GEMM_BF16 || k[i].cls == ZT_CC_GEMM_FP32) {
@@ -2753,7 +2757,9 @@ static void lora_lorapath(void) {
  * no rows, so no dW GEMM writes their gradients, which moe.c zeroes where
  * they are fresh, backend.h dw_fresh) at stages 0 and 1, with gradient
  * accumulation 2 and checkpointed: the same, the GEMM bytes 4 W' fewer a
- * step (W': the weights dW GEMMs write, the empty experts' not) and the
+ * step (W': the weights dW GEMMs write, the empty experts' not; in bf16 the
+ * experts' are the grouped weight gradients' k_dw_add16, config.h
+ * ZT_W16_MOEGW, whose fp32 read a fresh gradient skips as a GEMM's) and the
  * memsets 4 (W - W') bytes more a step (the empty experts zeroed, in the
  * first step too).  And 16 experts of 1 a token on the model's own router
  * (4 steps of 32 tokens: experts without rows in some steps, with rows in
@@ -3406,6 +3412,71 @@ static void moe_counted(void) {
         tap_ok(!memcmp(rt, rn, sizeof rt) && tt.calls[ZT_CE_matmul_grouped_bwd_o16] == 0 &&
                    tt.calls[ZT_CE_rows_dot16h] == 0,
                "%s: a table without matmul_grouped_bwd_o16: the per-expert path, bitwise ZT_TEST_NO_MOEGB's", what);
+    }
+
+    /* the experts' weight gradients in grouped GEMMs too (config.h
+     * ZT_W16_MOEGW, the default): down's and gate|up's one
+     * matmul_grouped_dw16 each a block's backward (each expert's product
+     * rounded to bf16 in dyp, then added into its fp32 gradient), no
+     * per-expert matmul_bwd_d16 (2 K a block's backward, K experts with rows
+     * of E... here every expert: those calls 2 E fewer at most, and at
+     * least 2 fewer a block); the FLOPs the same.  Against ZT_TEST_NO_MOEGW:
+     * losses within 2^-12 and gradient norms within 2^-7 relative (each
+     * expert's weight gradient rounded to bf16 once a micro-batch), not
+     * bitwise; the same activations.  A cpu table without the entry:
+     * bitwise ZT_TEST_NO_MOEGW's. */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cm_shape s;
+        cm_shape_parse(cases[i].shape, &s);
+        char what[160];
+        snprintf(what, sizeof what, "MoE grouped weight gradients %s stage %d%s", cases[i].shape, cases[i].stage,
+                 cases[i].name);
+        double rg[4][2], rn[4][2], rt[4][2];
+        long w = 0, r = 0;
+        w16_mem mg, mn, mt;
+        zt_status st;
+        memset(&st, 0, sizeof st);
+        int rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rg, &w, &r, &mg, &st);
+        const zt_count_totals tg = g_w16_tot;
+        setenv("ZT_TEST_NO_MOEGW", "1", 1);
+        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rn, &w, &r, &mn, &st);
+        unsetenv("ZT_TEST_NO_MOEGW");
+        const zt_count_totals tn = g_w16_tot;
+        static zt_backend nogw;
+        nogw = *zt_backend_cpu();
+        nogw.matmul_grouped_dw16 = NULL;
+        g_w16_inner = &nogw;
+        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rt, &w, &r, &mt, &st);
+        g_w16_inner = NULL;
+        const zt_count_totals tt = g_w16_tot;
+        if (!tap_ok(rc == ZT_OK, "%s: 4 steps, grouped and not", what)) {
+            tap_diag("%s", st.msg);
+            continue;
+        }
+        double dl = 0, dn = 0;
+        for (int q = 0; q < 4; q++) {
+            const double a = fabs(rg[q][0] - rn[q][0]) / fabs(rn[q][0]);
+            const double b = fabs(rg[q][1] - rn[q][1]) / fabs(rn[q][1]);
+            if (!(a <= dl)) dl = a;
+            if (!(b <= dn)) dn = b;
+        }
+        const long n = 4L * s.L;
+        tap_ok(dl <= 0x1p-12 && dn <= 0x1p-7 && memcmp(rg, rn, sizeof rg) != 0 && mg.acts_peak == mn.acts_peak &&
+                   mg.acts_plan == mn.acts_plan,
+               "%s: losses within %.2e and gradient norms within %.2e relative of ZT_TEST_NO_MOEGW's (bounds "
+               "2^-12, 2^-7), not bitwise; the same activations (peak %llu, planned %llu)",
+               what, dl, dn, (unsigned long long)mg.acts_peak, (unsigned long long)mg.acts_plan);
+        const long db = tn.calls[ZT_CE_matmul_bwd_d16] - tg.calls[ZT_CE_matmul_bwd_d16];
+        tap_ok(tg.calls[ZT_CE_matmul_grouped_dw16] == 2 * n && tn.calls[ZT_CE_matmul_grouped_dw16] == 0 &&
+                   db >= 2 * n && db <= 2 * 4 * n && tg.calls[ZT_CE_matmul_grouped_bwd_o16] == 2 * n &&
+                   tg.flops == tn.flops,
+               "%s: %ld matmul_grouped_dw16 (2 a block's backward), %ld matmul_bwd_d16 fewer than "
+               "ZT_TEST_NO_MOEGW's (a GEMM an expert with rows), the grouped input gradients kept (%ld), FLOPs "
+               "the same (%.0f, %.0f)",
+               what, tg.calls[ZT_CE_matmul_grouped_dw16], db, tg.calls[ZT_CE_matmul_grouped_bwd_o16], tg.flops,
+               tn.flops);
+        tap_ok(!memcmp(rt, rn, sizeof rt) && tt.calls[ZT_CE_matmul_grouped_dw16] == 0,
+               "%s: a table without matmul_grouped_dw16: a GEMM an expert, bitwise ZT_TEST_NO_MOEGW's", what);
     }
 
     /* the bare table through bench/costmodel's step */
