@@ -382,8 +382,10 @@ typedef struct zt_model_config {
  *                   gradients too in grouped GEMMs (down's, then gate|up's:
  *                   each expert's product rounded to bf16 in the backward's
  *                   free dyp, then added into its fp32 gradient, chunks of
- *                   as many experts as dyp holds; where dyp holds fewer than
- *                   one expert's, a GEMM an expert as before).  NOT the same
+ *                   as many experts as dyp holds; a projection whose
+ *                   expert gradient has more than 2^23 elements, or where
+ *                   dyp holds fewer than one expert's, a GEMM an expert as
+ *                   before: moe.c grouped_dw_fits).  NOT the same
  *                   values (each expert's weight gradient rounded to bf16
  *                   once a micro-batch, autocast's bf16 Linear;
  *                   tests/test_count.c's bounds) */

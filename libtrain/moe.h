@@ -136,8 +136,9 @@ typedef struct zt_moe_acts {
     /* gb16: the experts' weight gradients in grouped GEMMs too, each
      * expert's product rounded to bf16 in the backward's dyp, then added
      * (config.h ZT_W16_MOEGW; set by the model; moe.c takes it with gb16's
-     * path, the bf16 routed rows, and where dyp holds one expert's
-     * product) */
+     * path, the bf16 routed rows, a projection at a time where an
+     * expert's gradient has at most 2^23 elements and dyp holds one
+     * expert's product: moe.c grouped_dw_fits) */
     int gw16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
