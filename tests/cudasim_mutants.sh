@@ -398,6 +398,15 @@ mutant rows-sum16-weight kernels/cuda/cuda_moe.cu \
 mutant grouped-ptrs-stride kernels/cuda/cuda_matmul.cu \
     'pb\[q\] = a\.x \+ o \* a\.\Kxs(?=;)' 'os'
 
+# the grouped weight gradients (matmul_grouped_dw16): a fresh gradient added into (read) instead of
+# written
+mutant dw-add16-fresh kernels/cuda/cuda_matmul.cu \
+    'd\[i\] = \(fresh \? \K0\.0f(?= : d\[i\]\) \+ zt_cvt_bf16_to_f32)' 'd[i]'
+
+# matmul_grouped_dw16's pointer arrays: every block's product into the chunk's first slot
+mutant grouped-dw-slot kernels/cuda/cuda_matmul.cu \
+    'pc\[q\] = tmp \+ \K\(size_t\)q(?= \* OC \* C;)' '(size_t)0'
+
 # the MoE groups on the device (moe_permute's k_moe_fill): the running
 # offset advanced by the chunk's count one thread short (sc[ZT_MOE_SCAN - 2])
 mutant moe-fill-carry kernels/cuda/cuda_moe.cu \
