@@ -372,7 +372,7 @@ typedef struct zt_model_config {
  *                   bytes, its routing-weight dot and weighting in bf16 by
  *                   rows_dot16h, read by swiglu_bwd_dd16; gate|up's into
  *                   dxr's bytes, summed per token by rows_scatter16); the
- *                   weight gradients stay a GEMM an expert.  NOT the same
+ *                   weight gradients a GEMM an expert (ZT_W16_MOEGW groups them).  NOT the same
  *                   values (down's and gate|up's input gradients rounded to
  *                   bf16, the weighting rounded again; tests/test_count.c's
  *                   bounds)
