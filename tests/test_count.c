@@ -3058,6 +3058,43 @@ static void branch16(void) {
  * routing counts read back
  * (route_groups: E + 1 ints, a D2H and a host sync) 2 a block and step
  * (forward and backward), 1 more a recomputed block. */
+/* moe_counted's grouped paths, one case: 4 steps by default (rg, mg, tg),
+ * with the test hook env set (rn, mn, tn) and on the cpu table without one
+ * entry (nob, its entry NULL: rt, tt); *dl, *dn the largest relative
+ * differences of the losses and gradient norms between the first two.
+ * 0: a run failed (reported as a failed check, its message a diagnostic). */
+static int moe_grouped_runs(const cm_shape *s, int stage, const char *extra, const char *env,
+                            const zt_backend *nob, const char *what, double rg[4][2], double rn[4][2],
+                            double rt[4][2], w16_mem *mg, w16_mem *mn, zt_count_totals *tg, zt_count_totals *tn,
+                            zt_count_totals *tt, double *dl, double *dn) {
+    long w = 0, r = 0;
+    w16_mem mt;
+    zt_status st;
+    memset(&st, 0, sizeof st);
+    int rc = w16_run(s, stage, extra, 0, rg, &w, &r, mg, &st);
+    *tg = g_w16_tot;
+    setenv(env, "1", 1);
+    if (rc == ZT_OK) rc = w16_run(s, stage, extra, 0, rn, &w, &r, mn, &st);
+    unsetenv(env);
+    *tn = g_w16_tot;
+    g_w16_inner = nob;
+    if (rc == ZT_OK) rc = w16_run(s, stage, extra, 0, rt, &w, &r, &mt, &st);
+    g_w16_inner = NULL;
+    *tt = g_w16_tot;
+    if (!tap_ok(rc == ZT_OK, "%s: 4 steps, grouped and not", what)) {
+        tap_diag("%s", st.msg);
+        return 0;
+    }
+    *dl = *dn = 0;
+    for (int q = 0; q < 4; q++) {
+        const double a = fabs(rg[q][0] - rn[q][0]) / fabs(rn[q][0]);
+        const double b = fabs(rg[q][1] - rn[q][1]) / fabs(rn[q][1]);
+        if (!(a <= *dl)) *dl = a;
+        if (!(b <= *dn)) *dn = b;
+    }
+    return 1;
+}
+
 static void moe_counted(void) {
 #define MOE "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 ztrain.model.moe_intermediate_size=24 " \
             "ztrain.matmul_precision=bf16"
@@ -3361,35 +3398,15 @@ static void moe_counted(void) {
         char what[160];
         snprintf(what, sizeof what, "MoE grouped input gradients %s stage %d%s", cases[i].shape, cases[i].stage,
                  cases[i].name);
-        double rg[4][2], rn[4][2], rt[4][2];
-        long w = 0, r = 0;
-        w16_mem mg, mn, mt;
-        zt_status st;
-        memset(&st, 0, sizeof st);
-        int rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rg, &w, &r, &mg, &st);
-        const zt_count_totals tg = g_w16_tot;
-        setenv("ZT_TEST_NO_MOEGB", "1", 1);
-        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rn, &w, &r, &mn, &st);
-        unsetenv("ZT_TEST_NO_MOEGB");
-        const zt_count_totals tn = g_w16_tot;
+        double rg[4][2], rn[4][2], rt[4][2], dl, dn;
+        w16_mem mg, mn;
+        zt_count_totals tg, tn, tt;
         static zt_backend nogb;
         nogb = *zt_backend_cpu();
         nogb.matmul_grouped_bwd_o16 = NULL;
-        g_w16_inner = &nogb;
-        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rt, &w, &r, &mt, &st);
-        g_w16_inner = NULL;
-        const zt_count_totals tt = g_w16_tot;
-        if (!tap_ok(rc == ZT_OK, "%s: 4 steps, grouped and not", what)) {
-            tap_diag("%s", st.msg);
+        if (!moe_grouped_runs(&s, cases[i].stage, cases[i].extra, "ZT_TEST_NO_MOEGB", &nogb, what, rg, rn, rt, &mg,
+                              &mn, &tg, &tn, &tt, &dl, &dn))
             continue;
-        }
-        double dl = 0, dn = 0;
-        for (int q = 0; q < 4; q++) {
-            const double a = fabs(rg[q][0] - rn[q][0]) / fabs(rn[q][0]);
-            const double b = fabs(rg[q][1] - rn[q][1]) / fabs(rn[q][1]);
-            if (!(a <= dl)) dl = a;
-            if (!(b <= dn)) dn = b;
-        }
         const long n = 4L * s.L, P = cases[i].P, sh1 = cases[i].shared;
         tap_ok(dl <= 0x1p-12 && dn <= 0x1p-7 && memcmp(rg, rn, sizeof rg) != 0 && mg.acts_peak == mn.acts_peak &&
                    mg.acts_plan == mn.acts_plan,
@@ -3431,35 +3448,15 @@ static void moe_counted(void) {
         char what[160];
         snprintf(what, sizeof what, "MoE grouped weight gradients %s stage %d%s", cases[i].shape, cases[i].stage,
                  cases[i].name);
-        double rg[4][2], rn[4][2], rt[4][2];
-        long w = 0, r = 0;
-        w16_mem mg, mn, mt;
-        zt_status st;
-        memset(&st, 0, sizeof st);
-        int rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rg, &w, &r, &mg, &st);
-        const zt_count_totals tg = g_w16_tot;
-        setenv("ZT_TEST_NO_MOEGW", "1", 1);
-        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rn, &w, &r, &mn, &st);
-        unsetenv("ZT_TEST_NO_MOEGW");
-        const zt_count_totals tn = g_w16_tot;
+        double rg[4][2], rn[4][2], rt[4][2], dl, dn;
+        w16_mem mg, mn;
+        zt_count_totals tg, tn, tt;
         static zt_backend nogw;
         nogw = *zt_backend_cpu();
         nogw.matmul_grouped_dw16 = NULL;
-        g_w16_inner = &nogw;
-        if (rc == ZT_OK) rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rt, &w, &r, &mt, &st);
-        g_w16_inner = NULL;
-        const zt_count_totals tt = g_w16_tot;
-        if (!tap_ok(rc == ZT_OK, "%s: 4 steps, grouped and not", what)) {
-            tap_diag("%s", st.msg);
+        if (!moe_grouped_runs(&s, cases[i].stage, cases[i].extra, "ZT_TEST_NO_MOEGW", &nogw, what, rg, rn, rt, &mg,
+                              &mn, &tg, &tn, &tt, &dl, &dn))
             continue;
-        }
-        double dl = 0, dn = 0;
-        for (int q = 0; q < 4; q++) {
-            const double a = fabs(rg[q][0] - rn[q][0]) / fabs(rn[q][0]);
-            const double b = fabs(rg[q][1] - rn[q][1]) / fabs(rn[q][1]);
-            if (!(a <= dl)) dl = a;
-            if (!(b <= dn)) dn = b;
-        }
         const long n = 4L * s.L;
         tap_ok(dl <= 0x1p-12 && dn <= 0x1p-7 && memcmp(rg, rn, sizeof rg) != 0 && mg.acts_peak == mn.acts_peak &&
                    mg.acts_plan == mn.acts_plan,
