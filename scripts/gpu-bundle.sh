@@ -17,12 +17,13 @@
 #   lib/sys/    the C library of this machine, used only when the GPU machine's
 #               is older (run.sh decides)
 #   ompi/, pmix/  Open MPI's and PMIx's plugins, help files and launcher
-#   scripts/engine-check.sh, scripts/gpu-measure.sh, configs/tiny.json, data/
+#   scripts/engine-check.sh, scripts/gpu-measure.sh, scripts/moe_paths.sh, configs/tiny.json, data/
 #   (200 kB of the corpus), gpt2_torch.py, llama_gpu_torch.py, torch_common.py,
 #   gpu_table.py, measure_json.py, costmodel_h100.txt, run.sh, README
 # Then, on the GPU machine:  ./run.sh check [OUTDIR [SECTIONS]]  (all GPU checks)
 #                            ./run.sh bench [STEPS]    (timings vs PyTorch)
 #                            ./run.sh measure [OUTDIR] (issue 41 item 7: one JSON)
+#                            ./run.sh moe-paths [ARGS] (the MoE experts' grouped GEMMs, timed)
 #                            ./run.sh PROGRAM ARGS...  (one program)
 # --tar also writes OUTDIR.tar.xz (about a third of the size: OpenBLAS alone
 # is 36 MB), for copying to the GPU machine: tar xf gpu-bundle.tar.xz.
@@ -87,7 +88,7 @@ cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/torch_
 # the engine check and the training runs of run.sh: the script, the tiny
 # config and 200 kB of the corpus (tokenized on the GPU machine by ztrain prep)
 mkdir -p "$OUT/scripts" "$OUT/configs" "$OUT/data"
-cp "$SRC/scripts/engine-check.sh" "$SRC/scripts/gpu-measure.sh" "$OUT/scripts/"
+cp "$SRC/scripts/engine-check.sh" "$SRC/scripts/gpu-measure.sh" "$SRC/bench/moe_paths.sh" "$OUT/scripts/"
 cp "$SRC/configs/tiny.json" "$SRC/configs/llama-tiny.json" "$SRC/configs/gemma2-tiny.json" "$OUT/configs/"
 head -c 200000 "$SRC/data/tinyshakespeare.txt" > "$OUT/data/tinyshakespeare.txt"
 
@@ -598,6 +599,16 @@ llama)
     echo "== Llama step, one table (ztrain: median of steps 3..$((steps + 2)); MFU: bench/README.md)"
     python3 "$B/gpu_table.py" --torch "$work/torch.txt" "${zt[@]}"
     ;;
+moe-paths)
+    # run.sh moe-paths [ARGS]: bench/moe_paths.sh --backend cuda ARGS (the
+    # MoE experts' grouped GEMMs against a GEMM an expert, with the cost
+    # model's prediction of each; about a minute at its default shape)
+    shift
+    bincmd costmodel
+    COSTMODEL="${CMD[*]}" ZTRAIN="$ZT" MPIRUN="$MPIRUN" bash "$B/scripts/moe_paths.sh" --backend cuda "$@"
+    rc=$?
+    rm -rf "${TMPDIR:-/tmp}/ztrain-bundle-$$"
+    exit $rc ;;
 measure)
     # run.sh measure [OUTDIR]: scripts/gpu-measure.sh (issue 41 item 7):
     # device and clocks, test_cuda quick, engine check s0, then per shape
