@@ -504,9 +504,10 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
 
 /* the grouped weight gradients' conditions on a projection's shape: an
  * expert's gradient [OC, IN] of at most ZT_MOE_GW_MAX elements (larger
- * ones' GEMMs run well alone, and the bf16 products' extra pass, 8-10
- * bytes an element, would cost more than the launches it saves: Mixtral's
- * 58.7M-element gate|up, bench/costmodel; docs/moe.md), and dyp ([NK, C]
+ * ones' GEMMs run well alone, and the bf16 products' round trip, 4 bytes
+ * an element more than a GEMM writing the fp32 gradient itself, would cost
+ * more than the launches it saves: Mixtral's 58.7M-element down,
+ * bench/costmodel; docs/moe.md), and dyp ([NK, C]
  * fp32, 2 NK C bf16 elements) holds at least one expert's bf16 product */
 #define ZT_MOE_GW_MAX ((size_t)1 << 23)
 static int grouped_dw_fits(int NK, int C, int OC, int IN) {
