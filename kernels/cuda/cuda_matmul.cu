@@ -963,12 +963,15 @@ static void grouped_loop(bool bwd, uint16_t *out16, float *tmp, const float *inp
     }
 }
 
-/* the grouped call over the blocks with rows, gn of them: forward (m OC,
- * k C; A = w_g^T, B = x_g, ldc OC) or backward (m C, k OC; A = w_g, B =
- * dout_g, ldc C); ptrs: the pointer arrays' scratch.  0: done; 1: cuBLAS
- * refused (nothing computed, g_grp_off set); -1: an error recorded. */
-static int grouped_call(bool bwd, const char *who, void **ptrs, bf16_t *out, const bf16_t *x, const uint16_t *w16,
-                        const int *n, int G, int gn, int C, int OC) {
+/* one cublasGemmGroupedBatchedEx of gn problems (bf16 A, B, C, fp32
+ * compute, alpha 1, beta 0, a group of one each), its A, B, C pointer
+ * arrays at ptrs (3 gn, device), each problem m x n x k with lda, ldb, ldc,
+ * but the dimension vary (0: n, 1: k) taken from rows[q].  0: done; 1:
+ * cuBLAS refused (nothing computed; g_grp_off set, g_grp_why says `what`'s
+ * call); -1: an error recorded. */
+static int grouped_exec(const char *who, const char *what, void **ptrs, int gn, cublasOperation_t ta,
+                        cublasOperation_t tb, int m, int n, int k, int lda, int ldb, int ldc, const int *rows,
+                        int vary) {
     int *iv = (int *)malloc(7 * (size_t)gn * sizeof(int));
     float *sc = (float *)malloc(2 * (size_t)gn * sizeof(float));
     cublasOperation_t *op = (cublasOperation_t *)malloc(2 * (size_t)gn * sizeof(cublasOperation_t));
@@ -977,9 +980,37 @@ static int grouped_call(bool bwd, const char *who, void **ptrs, bf16_t *out, con
         zt_cuda_fail(__FILE__, __LINE__, who, "out of host memory for the GEMMs' arguments", "nothing computed");
         return -1;
     }
-    /* (host arrays: m n k lda ldb ldc, group sizes all 1; alpha 1, beta 0) */
-    int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *lda = iv + 3 * gn, *ldb = iv + 4 * gn, *ldc = iv + 5 * gn,
+    int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *lda_ = iv + 3 * gn, *ldb_ = iv + 4 * gn, *ldc_ = iv + 5 * gn,
         *one = iv + 6 * gn;
+    for (int q = 0; q < gn; ++q) {
+        m_[q] = m, n_[q] = vary == 0 ? rows[q] : n, k_[q] = vary == 1 ? rows[q] : k;
+        lda_[q] = lda, ldb_[q] = ldb, ldc_[q] = ldc, one[q] = 1;
+        sc[q] = 1.0f, sc[gn + q] = 0.0f;
+        op[q] = ta, op[gn + q] = tb;
+    }
+    const cublasStatus_t st =
+        cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)ptrs, CUDA_R_16BF, lda_,
+                                   (const void *const *)(ptrs + gn), CUDA_R_16BF, ldb_, sc + gn, ptrs + 2 * gn,
+                                   CUDA_R_16BF, ldc_, gn, one, CUBLAS_COMPUTE_32F);
+    free(iv), free(sc), free(op);
+    if (st == CUBLAS_STATUS_SUCCESS) return 0;
+    g_grp_off = 1;
+    snprintf(g_grp_why, sizeof g_grp_why, "a GEMM an expert (cublasGemmGroupedBatchedEx refused the %s call: %s)",
+             what, cublasGetStatusString(st));
+    return 1;
+}
+
+/* the grouped call over the blocks with rows, gn of them: forward (m OC,
+ * k C; A = w_g^T, B = x_g, ldc OC) or backward (m C, k OC; A = w_g, B =
+ * dout_g, ldc C); ptrs: the pointer arrays' scratch.  0: done; 1: cuBLAS
+ * refused (nothing computed, g_grp_off set); -1: an error recorded. */
+static int grouped_call(bool bwd, const char *who, void **ptrs, bf16_t *out, const bf16_t *x, const uint16_t *w16,
+                        const int *n, int G, int gn, int C, int OC) {
+    int *rows = (int *)malloc((size_t)gn * sizeof(int));   /* (the blocks with rows' counts) */
+    if (!rows) {
+        zt_cuda_fail(__FILE__, __LINE__, who, "out of host memory for the GEMMs' arguments", "nothing computed");
+        return -1;
+    }
     const int M = bwd ? C : OC, Kd = bwd ? OC : C;
     zt_grp_args ga;
     ga.w = (const bf16_t *)w16, ga.x = x, ga.out = out, ga.ws = (size_t)OC * C, ga.xs = Kd, ga.os = M, ga.gn = 0;
@@ -989,9 +1020,7 @@ static int grouped_call(bool bwd, const char *who, void **ptrs, bf16_t *out, con
     for (int g = 0; g < G && up; ++g) {
         if (n[g] <= 0) continue;
         ga.g[ga.gn] = g, ga.n[ga.gn] = n[g], ++ga.gn;
-        m_[q] = M, n_[q] = n[g], k_[q] = Kd, lda[q] = C, ldb[q] = Kd, ldc[q] = M, one[q] = 1;
-        sc[q] = 1.0f, sc[gn + q] = 0.0f;
-        op[q] = bwd ? CUBLAS_OP_N : CUBLAS_OP_T, op[gn + q] = CUBLAS_OP_N;
+        rows[q] = n[g];
         o += (size_t)n[g];
         ++q;
         if (ga.gn == ZT_GRP_CHUNK || q == gn) {
@@ -1003,18 +1032,11 @@ static int grouped_call(bool bwd, const char *who, void **ptrs, bf16_t *out, con
             q0 = q, o0 = o, ga.gn = 0;
         }
     }
-    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-    if (up)
-        st = cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)ptrs, CUDA_R_16BF,
-                                        lda, (const void *const *)(ptrs + gn), CUDA_R_16BF, ldb, sc + gn,
-                                        ptrs + 2 * gn, CUDA_R_16BF, ldc, gn, one, CUBLAS_COMPUTE_32F);
-    free(iv), free(sc), free(op);
-    if (!up) return -1;
-    if (st == CUBLAS_STATUS_SUCCESS) return 0;
-    g_grp_off = 1;
-    snprintf(g_grp_why, sizeof g_grp_why, "a GEMM an expert (cublasGemmGroupedBatchedEx refused the %s call: %s)",
-             bwd ? "input gradients'" : "forward", cublasGetStatusString(st));
-    return 1;
+    const int r = up ? grouped_exec(who, bwd ? "input gradients'" : "forward", ptrs, gn,
+                                    bwd ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, M, 0, Kd, C, Kd, M, rows, 0)
+                     : -1;
+    free(rows);
+    return r;
 }
 
 /* the rows of the blocks with rows and their count (0: none) */
@@ -1127,39 +1149,12 @@ static bool grouped_dw_chunk(float *dw, bf16_t *tmp, const bf16_t *dout, const b
     const float one = 1.0f, zero = 0.0f;
     const size_t wn = (size_t)OC * C;
     if (!g_grp_off) {
-        int *iv = (int *)malloc(7 * (size_t)a.gn * sizeof(int));
-        float *sc = (float *)malloc(2 * (size_t)a.gn * sizeof(float));
-        cublasOperation_t *op = (cublasOperation_t *)malloc(2 * (size_t)a.gn * sizeof(cublasOperation_t));
-        if (!iv || !sc || !op) {
-            free(iv), free(sc), free(op);
-            zt_cuda_fail(__FILE__, __LINE__, "matmul_grouped_dw16", "out of host memory for the GEMMs' arguments",
-                         "nothing computed");
+        k_grouped_dw_ptrs<<<1, 1, 0, zt_cu.stream>>>((const void **)ptrs, (const void **)ptrs + a.gn,
+                                                     ptrs + 2 * a.gn, inp, dout, tmp, C, OC, a, o0);
+        if (!ZT_LAUNCHED("k_grouped_dw_ptrs") ||
+            grouped_exec("matmul_grouped_dw16", "weight gradients'", ptrs, a.gn, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, 0,
+                         C, OC, C, a.n, 1) < 0)
             return false;
-        }
-        const int gn = a.gn;
-        int *m_ = iv, *n_ = iv + gn, *k_ = iv + 2 * gn, *lda = iv + 3 * gn, *ldb = iv + 4 * gn, *ldc = iv + 5 * gn,
-            *grp = iv + 6 * gn;
-        for (int q = 0; q < gn; ++q) {
-            m_[q] = C, n_[q] = OC, k_[q] = a.n[q], lda[q] = C, ldb[q] = OC, ldc[q] = C, grp[q] = 1;
-            sc[q] = 1.0f, sc[gn + q] = 0.0f;
-            op[q] = CUBLAS_OP_N, op[gn + q] = CUBLAS_OP_T;
-        }
-        k_grouped_dw_ptrs<<<1, 1, 0, zt_cu.stream>>>((const void **)ptrs, (const void **)ptrs + gn, ptrs + 2 * gn, inp,
-                                                     dout, tmp, C, OC, a, o0);
-        cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-        const bool up = ZT_LAUNCHED("k_grouped_dw_ptrs");
-        if (up)
-            st = cublasGemmGroupedBatchedEx(g_blas, op, op + gn, m_, n_, k_, sc, (const void *const *)ptrs,
-                                            CUDA_R_16BF, lda, (const void *const *)(ptrs + gn), CUDA_R_16BF, ldb,
-                                            sc + gn, ptrs + 2 * gn, CUDA_R_16BF, ldc, gn, grp, CUBLAS_COMPUTE_32F);
-        free(iv), free(sc), free(op);
-        if (!up) return false;
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            g_grp_off = 1;
-            snprintf(g_grp_why, sizeof g_grp_why,
-                     "a GEMM an expert (cublasGemmGroupedBatchedEx refused the weight gradients' call: %s)",
-                     cublasGetStatusString(st));
-        }
     }
     if (g_grp_off) {   /* (a block at a time, the same products into the same slots) */
         size_t o = o0;
@@ -1171,9 +1166,7 @@ static bool grouped_dw_chunk(float *dw, bf16_t *tmp, const bf16_t *dout, const b
             o += (size_t)a.n[q];
         }
     }
-    dim3 grid((unsigned)((wn + ZT_EW_THREADS - 1) / ZT_EW_THREADS < 4096 ? (wn + ZT_EW_THREADS - 1) / ZT_EW_THREADS
-                                                                         : 4096),
-              (unsigned)a.gn);
+    dim3 grid(zt_ew_blocks(wn), (unsigned)a.gn);
     k_dw_add16<<<grid, ZT_EW_THREADS, 0, zt_cu.stream>>>(dw, tmp, wn, a);
     return ZT_LAUNCHED("k_dw_add16");
 }
