@@ -225,10 +225,12 @@ static int report(const cm_calib *cal, const cm_shape *sh, const cm_run_opts *o,
                "NK = %.0f routed rows a block; count.c); MFU counts the ACTIVE parameters, %.1fM of %.1fM (the "
                "routed experts' K of E)\n",
                tokens * sh->K, active / 1e6, cn.params / 1e6);
-    /* bench/README.md (LoRA: no weight gradient for the frozen base) */
-    const double att_w = sh->hd ? (double)sh->NH * sh->hd : (double)sh->C;
-    const double mflops =
-        6.0 * cn.trained + 4.0 * (active - cn.trained) + 6.0 * sh->L * att_w * sh->T;
+    /* bench/README.md's FLOPs a token, the library's (zt_ctx_flops_per_token:
+     * 6 a trained parameter, 4 a frozen one, the active experts only; what
+     * the progress line's MFU counts) */
+    const double mflops = cn.fpt;
+    printf("  MFU's FLOPs a token: %.0f (zt_ctx_flops_per_token, as the progress line's: 6 a trained parameter, "
+           "4 a frozen one, the routed experts' K of E, + 6 L n_head head_dim T)\n", mflops);
     if (nuncal) {
         /* no time for the step: the part that has one, and what is left out */
         printf("  UNCALIBRATED: %s (no bench_gpu row of %s timed them; bench/costmodel --calibrate fits them "

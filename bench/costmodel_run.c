@@ -242,6 +242,7 @@ int cm_count_step(const cm_shape *s, const cm_run_opts *o, const zt_backend *be,
         zt_ctx_startup(ctx, &su);
         out->params = (double)su.num_params;
         out->trained = o->lora_r > 0 ? (double)(su.num_params - zt_ctx_num_params(ctx)) : out->params;
+        out->fpt = zt_ctx_flops_per_token(ctx);
         size_t cur = 0;
         be->mem_stats(&cur, &out->peak_bytes);
         if (o->offload) {

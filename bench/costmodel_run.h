@@ -60,6 +60,7 @@ typedef struct cm_counts {
     zt_count_totals tot;
     double params;       /* every parameter (with LoRA: the base and the adapters) */
     double trained;      /* the trained ones (with LoRA: the adapters) */
+    double fpt;          /* the model's FLOPs a token (zt_ctx_flops_per_token: MFU's) */
     size_t peak_bytes;   /* device memory the engine held at most (count's alloc) */
     /* --offload: the host AdamW's state (the engine's accounting: host bytes of
      * the optimizer category, master weights and moments) and the elements it

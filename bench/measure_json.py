@@ -218,7 +218,7 @@ def ztrain_run(d, tag, metrics, skip, est, figures):
     """One ztrain train section: medians of the metrics after `skip` steps, peaks, the attention path."""
     tr = section(d, tag)
     if tr and "rc" in tr:
-        ms, tok, mem = [], [], 0
+        ms, tok, tfl, mem = [], [], [], 0
         for line in (read(os.path.join(d, metrics), "") or "").splitlines():
             try:
                 r = json.loads(line)
@@ -227,10 +227,16 @@ def ztrain_run(d, tag, metrics, skip, est, figures):
             if "tokens_per_s" in r and r.get("step", 0) > skip:
                 ms.append(r.get("step_ms", 0.0))
                 tok.append(r["tokens_per_s"])
+                if "tflops" in r:
+                    tfl.append(r["tflops"])
             mem = max(mem, r.get("mem_peak_bytes", 0))
         tr["steps_timed"] = len(ms)
         if ms:
             tr.update(figures(statistics.median(ms), statistics.median(tok)))
+        # the run's own TFLOP/s (its metrics: the library's FLOPs a token x
+        # its tokens/s), next to this script's
+        if tfl:
+            tr["reported_tflops"] = statistics.median(tfl)
         tr["measured_peak_bytes"] = mem or None
         out = read(os.path.join(d, tag + ".out"), "") or ""
         m = re.search(r"attention: (.*)$", out, re.M)

@@ -538,6 +538,8 @@ struct zt_config {
                                    * ZT_SHARD_GROUP_NODE = the ranks of one node */
     int overlap_comm;             /* zero_optimization.overlap_comm (stages 2-3) */
     double comm_timeout_s;        /* ztrain.comm_timeout_s, 0 = no limit */
+    double peak_tflops;           /* ztrain.peak_tflops: a device's dense peak for the
+                                   * metrics' MFU, 0 = a known GPU's (zt_ctx_peak_tflops) */
 
     /* memory planner (memplan.h, docs/memory.md) */
     char act_ckpt[16];            /* activation_checkpointing.policy: none | blocks | blocks-attn

@@ -342,6 +342,10 @@ const keydef zt_cfg_keys[] = {
      0, 0, KF_NO_HI, "300", NULL,
      "a collective waiting longer than this many seconds fails with the operation, "
      "step and unit (a rank died or hangs); 0 = wait forever"},
+    {"ztrain.peak_tflops", "peak-tflops", NULL, NULL, T_DOUBLE, FLD(peak_tflops),
+     0, 0, KF_NO_HI, "0", NULL,
+     "one device's dense peak in TFLOP/s at the run's matmul precision, for the MFU of the progress "
+     "line and the metrics; 0 = a known GPU's, by its name (none on the CPU: TFLOP/s alone)"},
     {"ztrain.backend", "backend", NULL, NULL, T_ENUM, FLD(backend),
      0, 0, 0, "cpu", "cpu|cuda|cpu-strict",
      "compute backend (cpu-strict: the cpu kernels on memory the host cannot touch, for "

@@ -52,6 +52,8 @@ struct zt_ctx {
     int has_train, has_val;
     long step;
     double train_time_s;         /* wall time inside train steps */
+    double fpt, peak;            /* zt_ctx_flops_per_token, zt_ctx_peak_tflops (perf_set: known) */
+    int perf_set;
     FILE *metrics_fp;            /* rank 0 */
     int metrics_failed;          /* a write failed (warned once) */
     zt_tb tb;                    /* ztrain.tensorboard.dir's events file (rank 0; tb.fp) */

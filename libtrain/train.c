@@ -833,6 +833,8 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
             tb_scalar(ctx, "perf/tokens_per_s", m->step, m->tokens_per_s);
             tb_scalar(ctx, "perf/step_ms", m->step, m->step_ms);
             tb_scalar(ctx, "perf/data_wait_ms", m->step, m->data_wait_ms);
+            tb_scalar(ctx, "perf/tflops", m->step, m->tflops);
+            if (!isnan(m->mfu)) tb_scalar(ctx, "perf/mfu", m->step, m->mfu);
             tb_scalar(ctx, "comm/bytes", m->step, (double)m->comm_bytes);
             if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1)
                 tb_scalar(ctx, "comm/alltoall_bytes", m->step, (double)m->alltoall_bytes);
@@ -843,7 +845,7 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
     if (ctx->metrics_fp) {
         if (m->kind == ZT_METRIC_STEP) {
             /* JSON has no NaN: a value that is not finite is written null */
-            char loss[32], norm[32], fp16[96] = "", a2a[64] = "", aux[48] = "";
+            char loss[32], norm[32], fp16[96] = "", a2a[64] = "", aux[48] = "", mfu[40] = "";
             json_num(loss, sizeof loss, "%.6f", m->loss);
             json_num(norm, sizeof norm, "%.6f", m->grad_norm);
             if (ctx->scaler.enabled)
@@ -854,15 +856,17 @@ static void metrics_emit(zt_ctx *ctx, const zt_metrics *m) {
                 json_num(v, sizeof v, "%.6f", m->aux_loss);
                 snprintf(aux, sizeof aux, ", \"aux_loss\": %s", v);
             }
+            if (!isnan(m->mfu)) snprintf(mfu, sizeof mfu, ", \"mfu\": %.6f", m->mfu);
             if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1 || zt_mesh_size(ctx->mesh, ZT_AX_EP) > 1)
                 snprintf(a2a, sizeof a2a, ", \"alltoall_bytes\": %llu",
                          (unsigned long long)m->alltoall_bytes);
             fprintf(ctx->metrics_fp,
                     "{\"step\": %ld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, "
                     "\"tokens_per_s\": %.1f, \"step_ms\": %.3f, \"data_wait_ms\": %.3f, "
+                    "\"tflops\": %.6g%s, "
                     "\"comm_bytes\": %llu, \"mem_peak_bytes\": %llu%s%s%s}\n",
                     m->step, loss, m->lr, norm, m->tokens_per_s, m->step_ms,
-                    m->data_wait_ms, (unsigned long long)m->comm_bytes,
+                    m->data_wait_ms, m->tflops, mfu, (unsigned long long)m->comm_bytes,
                     (unsigned long long)m->mem_peak_bytes, fp16, a2a, aux);
         } else
             fprintf(ctx->metrics_fp, "{\"step\": %ld, \"val_loss\": %.6f}\n", m->step,
@@ -1115,6 +1119,13 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
         met.comm_bytes = (uint64_t)tv[3];
         met.alltoall_bytes = (uint64_t)tv[4];
     }
+    if (!ctx->perf_set) {
+        ctx->fpt = zt_ctx_flops_per_token(ctx);
+        ctx->peak = zt_ctx_peak_tflops(ctx, NULL, 0);
+        ctx->perf_set = 1;
+    }
+    met.tflops = ctx->fpt * met.tokens_per_s / ctx->nranks * 1e-12;
+    met.mfu = ctx->peak > 0 ? met.tflops / ctx->peak : NAN;
     zt_prof_end(&pm_comm, ZT_PROF_COMM);
     if (out) *out = met;
     return ZT_OK;
@@ -1411,6 +1422,16 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
                zt_matmul_bf16_of(c, strcmp(c->backend, "cuda") == 0) ? "bf16" : "fp32",
                c->comm_dtype, scale);
     }
+    {
+        char src[192];
+        const double fpt = zt_ctx_flops_per_token(ctx), peak = zt_ctx_peak_tflops(ctx, src, sizeof src);
+        char pk[256];
+        if (peak > 0) snprintf(pk, sizeof pk, "MFU against %.4g TFLOP/s a device (%s)", peak, src);
+        else snprintf(pk, sizeof pk, "no MFU: no known peak for this device (ztrain.peak_tflops sets one)");
+        zt_log(ctx, ZT_LOG_INFO, "throughput: the model's %.4g GFLOP a token (6 a trained parameter, 4 a "
+               "frozen one, the attention 6 L n_head head_dim T; docs/production.md), TFLOP/s a device; %s",
+               fpt * 1e-9, pk);
+    }
     while (ctx->step < c->steps) {
         zt_metrics met;
         ZT_TRY(zt_train_step(ctx, &met, st));
@@ -1423,9 +1444,12 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
             if (ctx->scaler.enabled)
                 snprintf(scale, sizeof scale, " | scale %g%s", met.loss_scale,
                          met.skipped ? " (overflow: skipped)" : "");
-            zt_log(ctx, ZT_LOG_INFO, "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | %7.1f ms/step | ETA %s%s",
+            char mfu[24] = "";
+            if (!isnan(met.mfu)) snprintf(mfu, sizeof mfu, " (MFU %.1f%%)", 100.0 * met.mfu);
+            zt_log(ctx, ZT_LOG_INFO, "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | %7.1f ms/step | "
+                   "%.3g TFLOP/s%s | ETA %s%s",
                    met.step, c->steps, met.loss, met.lr, met.grad_norm, met.tokens_per_s,
-                   met.step_ms, eta, scale);
+                   met.step_ms, met.tflops, mfu, eta, scale);
         }
         int last = ctx->step == c->steps;
         if (ctx->has_val && ((c->eval_every > 0 && ctx->step % c->eval_every == 0) || last)) {

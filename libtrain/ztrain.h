@@ -148,6 +148,10 @@ typedef struct zt_metrics {
     double aux_loss;      /* STEP: a Mixture of Experts' load-balancing loss (transformers'
                            * load_balancing_loss_func), the mean of the step's forwards;
                            * apart from loss; NaN without experts (docs/moe.md) */
+    double tflops;        /* STEP: the model's TFLOP/s on one device: zt_ctx_flops_per_token
+                           * x tokens_per_s / ranks / 1e12 */
+    double mfu;           /* STEP: tflops over the device's dense peak (zt_ctx_peak_tflops);
+                           * NaN where none is known */
 } zt_metrics;
 
 /* Progress of long work (prep, export, checkpoint restore, Hugging Face
@@ -256,6 +260,17 @@ typedef struct zt_startup {
     uint64_t num_params;    /* all parameters (with LoRA: base and adapters) */
 } zt_startup;
 void zt_ctx_startup(const zt_ctx *ctx, zt_startup *out);
+/* The model's training FLOPs a token, as bench/README.md counts them (llm.c
+ * and torchtitan do too): 6 a trained parameter, 4 a frozen one (LoRA's
+ * base), of a Mixture of Experts the K of E routed experts a token runs,
+ * plus 6 L (n_head head_dim) T for the causal attention (the built-in
+ * models; a model of the caller's own: its parameters' terms alone). */
+double zt_ctx_flops_per_token(const zt_ctx *ctx);
+/* One device's dense peak in TFLOP/s at the run's matmul precision (16-bit
+ * tensor cores, or fp32): ztrain.peak_tflops, else a known GPU's by the
+ * name the cuda backend reports (H100, H200, A100), else 0 (the CPU); src
+ * (NULL: none) gets where it came from, "" for 0. */
+double zt_ctx_peak_tflops(const zt_ctx *ctx, char *src, size_t n);
 void zt_ctx_free(zt_ctx *ctx);
 /* The finalized configuration the context runs with. */
 const zt_config *zt_ctx_config(const zt_ctx *ctx);

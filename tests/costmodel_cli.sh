@@ -22,6 +22,10 @@ check "the class table and the kernel list" grep -q '^  gemm_bf16 ' "$W/out"
 check "bf16 GEMMs and their operand rounding listed" \
     bash -c "grep -q '^  cublasLt gemm bf16 ' '$W/out' && grep -q '^  k_round_bf16 ' '$W/out'"
 check "no recorded step for shapes the table did not run" bash -c "! grep -q '^  measured' '$W/out'"
+# MFU's FLOPs a token, the library's count: GPT-2 L=2 C=32 V=64 T=16, 6 x its 28032 parameters (wte,
+# wpe, 12 C^2 + 13 C a block, the final norm) + 6 L C T
+check "MFU's FLOPs a token: GPT-2's 6 x 28032 parameters + 6 L C T = 174336" \
+    grep -q "^  MFU's FLOPs a token: 174336 " "$W/out"
 [ -s "$W/err" ] && diag "$W/err"
 
 # --launches: the counting backend's launch signatures, each a kernel at one per-launch FLOPs / bytes;
@@ -114,6 +118,20 @@ ok $? "costmodel on a tiny Llama MoE (shared expert, head size 16): exit 0"
 check "moe: the shape line and the active parameters' MFU" \
     bash -c "grep -q 'llama MoE L=2 NH=4 NKV=2 C=32 qk_norm E=4 K=2 Im=24 S=16' '$W/moe' &&
              grep -q 'MFU counts the ACTIVE parameters' '$W/moe' && grep -q '^  predicted step ' '$W/moe'"
+# the MFU of a MoE counts the active parameters only: Qwen3-like, 2 blocks of 16 experts of 768, top 4
+# (192915968 parameters, 79669760 active: 6 x those + 6 L n_head head_dim T = 503184384 FLOPs a token),
+# and the printed MFU is those FLOPs x tokens/s over the peak
+"$CM" --calib "$CAL" --shape llama:2,32,4,2048,6144,1000,1,512,untied,qk_norm,hd=128,moe=16:4:768 \
+    --kernels 0 --attention ztrain > "$W/moe2" 2> "$W/err"
+ok $? "costmodel on a 2-block MoE of 16 experts: exit 0"
+check "moe: MFU's FLOPs a token 503184384 (6 x the 79669760 active parameters + the attention's)" \
+    grep -q "^  MFU's FLOPs a token: 503184384 " "$W/moe2"
+check "moe: the step's MFU = 503184384 FLOPs a token x tokens/s over the bf16 peak" \
+    python3 -c "
+import re, sys
+m = re.search(r'predicted step [0-9.]+ ms \(([0-9]+) tokens/s, MFU ([0-9.]+)% of ([0-9.]+) TFLOP/s\)', open('$W/moe2').read())
+tok, mfu, peak = float(m[1]), float(m[2]), float(m[3])
+sys.exit(0 if abs(mfu - 100 * 503184384 * tok / (peak * 1e12)) <= 0.05 + 1e-9 and mfu > 1 else 1)"
 check "moe: k_moe_route_fwd, k_moe_count, k_moe_offsets, k_moe_fill 2 launches each (one a block)" \
     bash -c "for k in k_moe_route_fwd k_moe_route_bwd k_moe_count k_moe_offsets k_moe_fill k_rows_dot k_rows_dot16h; do
                  grep -Eq \"^  \$k +scatter +[0-9.]+ +[0-9.]+% +[24] \" '$W/moe' || exit 1; done"

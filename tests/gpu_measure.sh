@@ -99,6 +99,10 @@ for s in J["shapes"]:
     want(s["flops_per_token"] == fpt, f"{n}: FLOPs/token {s['flops_per_token']} = {fpt}")
     tf = fpt * z["tokens_per_s"] * 1e-12
     want(abs(z["tflops"] - tf) <= 1e-12 + 1e-9 * tf and abs(z["mfu"] - tf / 2.5) <= 1e-9, f"{n}: TFLOP/s {z['tflops']:.3g}, MFU {z['mfu']:.3g}")
+    # the run's own TFLOP/s (zt_ctx_flops_per_token x tokens/s, the metrics' tflops) agree with this
+    # count (the metrics' tokens/s rounded to 0.1, their tflops to 6 digits)
+    want(z.get("reported_tflops", 0) > 0 and abs(z["reported_tflops"] - tf) <= 2e-4 * tf,
+         f"{n}: the run's metrics' TFLOP/s {z.get('reported_tflops')} = {tf:.6g}")
     pred = s["estimate"].get("predicted_device_peak_bytes")
     meas = z.get("measured_peak_bytes")
     want(pred and pred > 0 and meas and meas > 0 and abs(z["measured_over_predicted_peak"] - meas / pred) < 1e-12,

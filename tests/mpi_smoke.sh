@@ -14,7 +14,7 @@ mpirun_np 2 "$ZTRAIN" train "${common[@]}" --micro-batch 4 --metrics m2.jsonl --
     --sample-tokens 40 > out2.txt 2> err2.txt
 ok $? "mpirun -np 2 ztrain train succeeds"
 check "rank 0 printed the effective configuration with sources" grep -q '(flag)' out2.txt
-check "progress lines show step/total, loss, tok/s, ETA" grep -qE 'step +20/20 \| loss [0-9.]+ .*tok/s .*ms/step \| ETA' out2.txt
+check "progress lines show step/total, loss, tok/s, ETA" grep -qE 'step +20/20 \| loss [0-9.]+ .*tok/s .*ms/step \| [0-9.e+-]+ TFLOP/s \| ETA' out2.txt
 check "progress printed once (rank 0 only)" test "$(grep -c 'step    20/20' out2.txt)" -eq 1
 check "weights saved" test -s ck2/model.bin
 check "a text sample was printed" grep -q -- '---- end of sample ----' out2.txt

@@ -58,10 +58,11 @@ def scalars(d):
     return {t: [(e.step, e.value) for e in ea.Scalars(t)] for t in ea.Tags()["scalars"]}
 recs = [json.loads(l) for l in open(sys.argv[1])]
 # each scalar = the metrics record's value (as float32; the JSONL prints
-# loss/grad_norm to 6 decimals, lr to 7 digits, tokens_per_s to 1 decimal)
+# loss/grad_norm to 6 decimals, lr to 7 digits, tokens_per_s to 1 decimal,
+# tflops to 6 digits)
 keys = {"train/loss": ("loss", 5e-7), "train/lr": ("lr", 5e-7), "train/grad_norm": ("grad_norm", 5e-7),
         "perf/tokens_per_s": ("tokens_per_s", 0.05), "perf/step_ms": ("step_ms", 5e-4),
-        "perf/data_wait_ms": ("data_wait_ms", 5e-4), "comm/bytes": ("comm_bytes", 0),
+        "perf/data_wait_ms": ("data_wait_ms", 5e-4), "perf/tflops": ("tflops", 5e-6), "comm/bytes": ("comm_bytes", 0),
         "memory/peak_bytes": ("mem_peak_bytes", 0), "eval/val_loss": ("val_loss", 5e-7)}
 r = scalars(sys.argv[2])
 bad, n = [], 0
@@ -71,7 +72,7 @@ for tag, (k, tol) in keys.items():
     if [s for s, _ in got] != [s for s, _ in want]: bad.append("%s steps %s" % (tag, [s for s, _ in got]))
     for (s, g), (_, w) in zip(got, want):
         n += 1
-        rel = tol if k == "lr" else 0
+        rel = tol if k in ("lr", "tflops") else 0
         if abs(g - f32(w)) > (rel * abs(w) if rel else tol) + 2.4e-7 * abs(w): bad.append("%s@%d %r != %r" % (tag, s, g, w))
 p = scalars(sys.argv[3])
 lp, lr_ = p.get("train/loss"), r.get("train/loss")

@@ -37,7 +37,7 @@ zrun() {
 records() {
     python3 - "$1" <<'PY'
 import json, sys
-drop = {"tokens_per_s", "step_ms", "data_wait_ms", "mem_peak_bytes", "eta_s"}
+drop = {"tokens_per_s", "step_ms", "data_wait_ms", "tflops", "mfu", "mem_peak_bytes", "eta_s"}
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "memory" in r: continue

@@ -234,6 +234,84 @@ int main(int argc, char **argv) {
         zt_config_free(c);
     }
 
+    /* ---- the model's FLOPs a token (bench/README.md's count) and the
+     * metrics' TFLOP/s and MFU; the parameters counted here in closed form ---- */
+    {
+        const double L = 2, C = 32, T = 16, V = 64;
+        /* GPT-2: wte, wpe, a block's 2 norms, qkv, proj, fc, fc proj with
+         * biases, the final norm */
+        {
+            zt_config *c = tu_tiny_config(2, 2, 32, 16, 64, 2);
+            zt_ctx *ctx = make_ctx(c);
+            const double P = V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C;
+            const double want = 6 * P + 6 * L * C * T;
+            const double got = ctx ? zt_ctx_flops_per_token(ctx) : -1;
+            tap_ok(got == want, "GPT-2: 6 x %.0f parameters + 6 L C T = %.0f FLOPs a token (%.0f)", P, want, got);
+            char src[64] = "x";
+            tap_ok(ctx && zt_ctx_peak_tflops(ctx, src, sizeof src) == 0 && !src[0],
+                   "the cpu backend: no known peak");
+            /* one step: TFLOP/s = FLOPs a token x tokens/s, no MFU */
+            fixed_src fs = {64};
+            zt_data_source none = {0};
+            zt_metrics m;
+            int rc = ctx ? zt_ctx_set_data(ctx, fixed_source(&fs), none, &st) : -1;
+            if (rc == ZT_OK) rc = zt_train_step(ctx, &m, &st);
+            tap_ok(rc == ZT_OK && fabs(m.tflops - want * m.tokens_per_s * 1e-12) <= 1e-12 * m.tflops &&
+                   m.tflops > 0 && isnan(m.mfu),
+                   "a step's tflops = FLOPs a token x tokens/s (%g), mfu NaN without a peak", rc ? -1 : m.tflops);
+            zt_ctx_free(ctx);
+            /* ztrain.peak_tflops: the MFU against it */
+            tu_set(c, "ztrain.peak_tflops", "0.002");
+            ctx = make_ctx(c);
+            rc = ctx ? zt_ctx_set_data(ctx, fixed_source(&fs), none, &st) : -1;
+            if (rc == ZT_OK) rc = zt_train_step(ctx, &m, &st);
+            tap_ok(rc == ZT_OK && zt_ctx_peak_tflops(ctx, src, sizeof src) == 0.002 &&
+                   !strcmp(src, "ztrain.peak_tflops") && m.mfu == m.tflops / 0.002,
+                   "ztrain.peak_tflops 0.002: mfu = tflops / 0.002 (%g)", rc ? -1 : m.mfu);
+            zt_ctx_free(ctx);
+            zt_config_free(c);
+        }
+        /* Llama (GQA 4/2 heads of 8, tied): the embedding, a block's 2
+         * norms, q, k, v, o, gate, up, down, the final norm; a Mixture of
+         * Experts (4 experts of 24, top 2): the router and the experts in
+         * place of the MLP, a token running 2 of them; LoRA r=2 on q_proj
+         * and v_proj: 6 a trained adapter parameter, 4 a frozen one */
+        const double NH = 4, NKV = 2, hd = 8, I = 48, E = 4, K = 2, Im = 24, r = 2;
+        const double att = 6 * L * NH * hd * T;
+        const double blk = 2 * C + C * NH * hd + 2 * C * NKV * hd + NH * hd * C;
+        for (int v = 0; v < 3; ++v) {
+            zt_config *c = tu_tiny_config(2, 4, 32, 16, 64, 2);
+            tu_set(c, "ztrain.model.arch", "llama");
+            tu_set(c, "ztrain.model.n_kv_head", "2");
+            tu_set(c, "ztrain.model.intermediate_size", "48");
+            double P = V * C + C, want;
+            const char *what;
+            if (v == 1) {
+                tu_set(c, "ztrain.model.n_experts", "4");
+                tu_set(c, "ztrain.model.experts_per_token", "2");
+                tu_set(c, "ztrain.model.moe_intermediate_size", "24");
+                P += L * (blk + C * E + E * 3 * C * Im);
+                want = 6 * (P - L * (E - K) * 3 * C * Im) + att;
+                what = "a Mixture of Experts: 6 x the active parameters";
+            } else if (v == 2) {
+                tu_set(c, "ztrain.lora.r", "2");
+                P += L * (blk + 3 * C * I);
+                const double ad = L * (r * (C + NH * hd) + r * (C + NKV * hd));
+                want = 6 * ad + 4 * P + att;
+                what = "LoRA: 6 x the adapters' + 4 x the frozen base's parameters";
+            } else {
+                P += L * (blk + 3 * C * I);
+                want = 6 * P + att;
+                what = "Llama: 6 x the parameters";
+            }
+            zt_ctx *ctx = make_ctx(c);
+            const double got = ctx ? zt_ctx_flops_per_token(ctx) : -1;
+            tap_ok(got == want, "%s + 6 L n_head head_dim T = %.0f FLOPs a token (%.0f)", what, want, got);
+            zt_ctx_free(ctx);
+            zt_config_free(c);
+        }
+    }
+
     tu_rmdir(dir);
     zt_finalize();
     return tap_done();
