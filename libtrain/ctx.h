@@ -114,4 +114,8 @@ int zt_batch_buf_alloc(zt_ctx *ctx, zt_batch_buf *b, int B, int T, int training,
                        zt_status *st);
 void zt_batch_buf_free(zt_ctx *ctx, zt_batch_buf *b);
 
+/* perf.c: a device's dense peak in TFLOP/s by its name (16-bit tensor cores
+ * with b16, else fp32), 0 when the name is none of the known GPUs' */
+double zt_peak_tflops_of_name(const char *name, int b16);
+
 #endif

@@ -49,9 +49,17 @@ static const struct {
     {"H100", "NVL", 835.5, 60.0},
     {"H100", "PCIe", 756.0, 51.2},
     {"H100", NULL, 989.4, 66.9},   /* SXM */
-    {"H200", NULL, 989.4, 66.9},   /* (GH200 too) */
+    {"H200", "NVL", 835.5, 60.0},
+    {"H200", NULL, 989.4, 66.9},   /* SXM (GH200 too) */
     {"A100", NULL, 312.0, 19.5},
 };
+
+double zt_peak_tflops_of_name(const char *name, int b16) {
+    for (size_t i = 0; name && i < sizeof PEAKS / sizeof PEAKS[0]; i++)
+        if (strstr(name, PEAKS[i].a) && (!PEAKS[i].b || strstr(name, PEAKS[i].b)))
+            return b16 ? PEAKS[i].bf16 : PEAKS[i].fp32;
+    return 0.0;
+}
 
 double zt_ctx_peak_tflops(const zt_ctx *ctx, char *src, size_t n) {
     if (src && n) src[0] = 0;
@@ -67,12 +75,7 @@ double zt_ctx_peak_tflops(const zt_ctx *ctx, char *src, size_t n) {
         ctx->be->device_memory(&fr, &tot, name, sizeof name) != 0)
         return 0.0;
     const int b16 = zt_matmul_bf16_of(c, 1);
-    for (size_t i = 0; i < sizeof PEAKS / sizeof PEAKS[0]; i++)
-        if (strstr(name, PEAKS[i].a) && (!PEAKS[i].b || strstr(name, PEAKS[i].b))) {
-            if (src && n)
-                snprintf(src, n, "%s, %s %s", name, b16 ? "16-bit tensor cores" : "fp32",
-                         "dense");
-            return b16 ? PEAKS[i].bf16 : PEAKS[i].fp32;
-        }
-    return 0.0;
+    const double p = zt_peak_tflops_of_name(name, b16);
+    if (p > 0 && src && n) snprintf(src, n, "%s, %s dense", name, b16 ? "16-bit tensor cores" : "fp32");
+    return p;
 }

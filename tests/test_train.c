@@ -271,6 +271,26 @@ int main(int argc, char **argv) {
             zt_ctx_free(ctx);
             zt_config_free(c);
         }
+        /* the known GPUs' dense peaks by the names CUDA gives them */
+        {
+            static const struct { const char *name; double b16, f32; } G[] = {
+                {"NVIDIA H100 80GB HBM3", 989.4, 66.9}, {"NVIDIA H100 PCIe", 756.0, 51.2},
+                {"NVIDIA H100 NVL", 835.5, 60.0},       {"NVIDIA H200", 989.4, 66.9},
+                {"NVIDIA H200 NVL", 835.5, 60.0},       {"NVIDIA GH200 480GB", 989.4, 66.9},
+                {"NVIDIA A100-SXM4-80GB", 312.0, 19.5}, {"NVIDIA A100 80GB PCIe", 312.0, 19.5},
+                {"NVIDIA L4", 0, 0}, {"cudasim (a CPU simulator of an sm_90 device)", 0, 0}, {"", 0, 0}};
+            int bad = 0;
+            for (size_t i = 0; i < sizeof G / sizeof G[0]; i++)
+                if (zt_peak_tflops_of_name(G[i].name, 1) != G[i].b16 ||
+                    zt_peak_tflops_of_name(G[i].name, 0) != G[i].f32) {
+                    printf("# %s: %g %g\n", G[i].name, zt_peak_tflops_of_name(G[i].name, 1),
+                           zt_peak_tflops_of_name(G[i].name, 0));
+                    bad++;
+                }
+            tap_ok(bad == 0 && zt_peak_tflops_of_name(NULL, 1) == 0,
+                   "dense peaks by device name: H100 SXM / PCIe / NVL, H200, H200 NVL, GH200, A100; "
+                   "none for others");
+        }
         /* Llama (GQA 4/2 heads of 8, tied): the embedding, a block's 2
          * norms, q, k, v, o, gate, up, down, the final norm; a Mixture of
          * Experts (4 experts of 24, top 2): the router and the experts in
