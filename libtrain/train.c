@@ -1416,10 +1416,12 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
         if (ctx->scaler.enabled)
             snprintf(scale, sizeof scale, "; loss scale %g (%s)", ctx->scaler.s.scale,
                      ctx->scaler.dynamic ? "dynamic" : "static");
+        const int cuda = strcmp(c->backend, "cuda") == 0;
         zt_log(ctx, ZT_LOG_INFO, "precision: %s parameters, fp32 master weights, AdamW state and "
-               "activations, %s matmul operands; gradients reduced in %s%s",
-               zt_precision_name(ctx->prec),
-               zt_matmul_bf16_of(c, strcmp(c->backend, "cuda") == 0) ? "bf16" : "fp32",
+               "activations, %s matmul operands%s; gradients reduced in %s%s",
+               zt_precision_name(ctx->prec), zt_matmul_bf16_of(c, cuda) ? "bf16" : "fp32",
+               zt_acts16_of(c, cuda) ? " (the activations only matmuls, attention and the MLP read kept in bf16; "
+                                       "docs/precision.md)" : "",
                c->comm_dtype, scale);
     }
     {
