@@ -23,16 +23,17 @@ double zt_ctx_flops_per_token(const zt_ctx *ctx) {
     const double all = (double)ctx->model->num_params;
     const double trained = ctx->lmodel ? (double)ctx->lmodel->num_params : all;
     const double frozen = ctx->lmodel ? all : 0.0;
-    double idle = 0.0;   /* the routed experts a token does not run */
-    if (mc->n_experts > 0)
-        idle = (double)zt_model_sparse_layers(mc) * (double)(mc->n_experts - mc->experts_per_token) *
-               3.0 * (double)mc->n_embd * (double)mc->moe_intermediate;
+    /* the routed experts a token does not run (the architecture's count,
+     * the estimate's active parameters: tests/hf_moe.sh holds it to
+     * transformers') */
+    const zt_arch *ar = zt_arch_of_ops(ctx->model->ops);
+    const double idle = ar && ar->inactive_params ? (double)ar->inactive_params(mc) : 0.0;
     /* (idle experts are frozen or trained as the rest: LoRA's adapters are
      * never on the experts, so with LoRA they are the base's) */
     double f = ctx->lmodel ? 6.0 * trained + 4.0 * (frozen - idle) : 6.0 * (trained - idle);
     /* the attention: the built-in models only (a model of the caller's own:
      * its parameters' terms alone) */
-    if (zt_arch_of_ops(ctx->model->ops))
+    if (ar)
         f += 6.0 * mc->n_layer * (double)mc->n_head * (double)zt_model_head_dim(mc) *
              (double)ctx->cfg->seq_len;
     return f;
