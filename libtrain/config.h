@@ -388,7 +388,15 @@ typedef struct zt_model_config {
  *                   before: moe.c grouped_dw_fits).  NOT the same
  *                   values (each expert's weight gradient rounded to bf16
  *                   once a micro-batch, autocast's bf16 Linear;
- *                   tests/test_count.c's bounds) */
+ *                   tests/test_count.c's bounds)
+ *   ZT_W16_EPYP16   ZT_TEST_NO_EPYP16: with ZT_W16_EP16's bf16 exchanges
+ *                   (expert parallelism), the experts' outputs received in
+ *                   bf16 and kept so for the backward (moe.h ep_yp16, yp16:
+ *                   N K C bf16 a MoE block instead of fp32), the weighted
+ *                   sum reading them in bf16 (rows_sum16 / rows_scatter16),
+ *                   the routing weights' gradient widening them first.  The
+ *                   same values (the down GEMMs rounded them, the exchange
+ *                   sent them in bf16; bitwise: tests/moe_ep.sh) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -430,6 +438,7 @@ typedef struct zt_model_config {
 #define ZT_W16_MOED16     (UINT64_C(1) << 37)
 #define ZT_W16_MOEGB      (UINT64_C(1) << 38)
 #define ZT_W16_MOEGW      (UINT64_C(1) << 39)
+#define ZT_W16_EPYP16     (UINT64_C(1) << 40)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

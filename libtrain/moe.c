@@ -39,8 +39,9 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     /* (b16 without expert parallelism: the experts' outputs not kept, the
      * forward's bf16 scratch in the backward's dxp, outputs32) */
     float *yp = NULL;
-    uint16_t *yp16 = NULL;   /* (keep_yp: kept in bf16, the test hook) */
-    if (!(s->b16 && s->P <= 1)) yp = zt_carve_take(cv, NK * C, 0);
+    uint16_t *yp16 = NULL;   /* (keep_yp: kept in bf16, the test hook; ep_yp16) */
+    if (s->b16 && s->P > 1 && s->ex16 && s->ep_yp16) yp16 = zt_carve_take16(cv, NK * C);
+    else if (!(s->b16 && s->P <= 1)) yp = zt_carve_take(cv, NK * C, 0);
     else if (s->keep_yp) yp16 = zt_carve_take16(cv, NK * C);
     float *xr = NULL, *yr = yp;
     if (s->P > 1) {
@@ -454,8 +455,11 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
          * with expert parallelism into dyr's, widened into yr after, the
          * values every layout sends back; dyp / dxr the cpu backends'
          * staging) */
-        const int o16 = outputs16(a);
-        uint16_t *y16 = a->yp16 ? a->yp16 : (uint16_t *)(void *)(o16 ? g->dxp : g->dyr);
+        /* (with expert parallelism the R received rows, by expert: into
+         * dyr's bytes, widened into yr; ep_yp16's yp16 holds the NK rows
+         * the exchange brings back) */
+        const int o16 = outputs16(a) && P <= 1;
+        uint16_t *y16 = a->yp16 && P <= 1 ? a->yp16 : (uint16_t *)(void *)(o16 ? g->dxp : g->dyr);
         float *ytmp = o16 ? g->dyp : g->dxr;
         o = 0;
         if (grp) {
@@ -485,9 +489,13 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     }
     if (P > 1) {   /* the outputs by rank, back */
         be->rows_gather(a->xs, a->yr, a->ginv, NULL, (int)R, C);
-        /* (ex16: in bf16, the down GEMMs rounded them) */
+        /* (ex16: in bf16, the down GEMMs rounded them; ep_yp16: received
+         * into yp16 and kept so, not widened) */
+        if (a->yp16 && !a->ex16)
+            return zt_fail(st, ZT_EINTERNAL, "MoE forward: the bf16 kept outputs without the bf16 exchanges");
         ZT_TRY(exchange_rows(h, be, a->xs, R * C, rows16(a, g->dxr), h->rc, h->rd, a->yp,
-                             rows16(a, g->dyr), (size_t)NK * C, h->sc, h->sd, "expert outputs", st));
+                             a->yp16 ? a->yp16 : rows16(a, g->dyr), a->yp16 ? 0 : (size_t)NK * C, h->sc,
+                             h->sd, "expert outputs", st));
     }
     be->zero(y, (size_t)N * C * sizeof(float));
     /* (bf16 outputs: rows_scatter16 reads them as they are, or rows_sum16

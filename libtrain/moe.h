@@ -53,6 +53,11 @@ typedef struct zt_moe_shape {
      * bf16 for the backward (zt_moe_acts yp16; config.h ZT_W16_NOYP off,
      * the test hook ZT_TEST_MOE_KEEP_YP) */
     int keep_yp;
+    /* with b16, ex16 and expert parallelism: the experts' outputs received
+     * and kept for the backward in bf16 (zt_moe_acts yp16 instead of the
+     * fp32 yp: the down GEMMs rounded them, the exchange sent them in
+     * bf16; config.h ZT_W16_EPYP16) */
+    int ep_yp16;
 } zt_moe_shape;
 
 /* Routed rows one rank's experts can receive in a forward of N tokens per
@@ -112,7 +117,10 @@ typedef struct zt_moe_acts {
      * widened into yr (the exchanges' fp32 rows): the same values.
      * yp16: zt_moe_shape keep_yp's [NK, C] bf16 outputs, kept (the
      * backward's routing-weight gradient dy_i . yp_i and its down GEMMs
-     * on the weighted rows, as with expert parallelism); else NULL */
+     * on the weighted rows, as with expert parallelism), or with expert
+     * parallelism ep_yp16's: the rows the exchange brings back, received
+     * in bf16 (yp NULL, the weighted sum reading them as the layout
+     * without does); else NULL */
     uint16_t *yp16;
     /* b16 with expert parallelism (zt_moe_shape ex16; config.h
      * ZT_W16_EP16): the routed inputs, the experts' outputs and their

@@ -90,6 +90,7 @@ static const struct {
     {"ZT_TEST_NO_MOED16", ZT_W16_MOED16},
     {"ZT_TEST_NO_MOEGB", ZT_W16_MOEGB},
     {"ZT_TEST_NO_MOEGW", ZT_W16_MOEGW},
+    {"ZT_TEST_NO_EPYP16", ZT_W16_EPYP16},
 };
 
 void zt_out16_of(zt_model_config *mc) {
