@@ -656,8 +656,12 @@ if [ -f "$W/moeepnccl/c_train.bin" ]; then
             --metrics "ep16_m_$1.jsonl" > "ep16_$1.out" 2>&1 &&
             "$sim" ckpt export "ep16_ck_$1" --output "ep16_w_$1.safetensors" > /dev/null 2>&1)
     }
-    ep16 b16 && ep16 f32 ZT_TEST_NO_EP16=1 && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
-        "$W/moeepnccl/ep16_w_f32.safetensors" && python3 - "$W/moeepnccl/ep16_m_b16.jsonl" \
+    # (and the outputs kept in bf16, ZT_W16_EPYP16: bitwise ZT_TEST_NO_EPYP16=1's fp32 kept outputs)
+    ep16 b16 && ep16 f32 ZT_TEST_NO_EP16=1 && ep16 y32 ZT_TEST_NO_EPYP16=1 && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
+        "$W/moeepnccl/ep16_w_f32.safetensors" && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
+        "$W/moeepnccl/ep16_w_y32.safetensors" && cmp -s <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' \
+        "$W/moeepnccl/ep16_m_b16.jsonl") <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' \
+        "$W/moeepnccl/ep16_m_y32.jsonl") && python3 - "$W/moeepnccl/ep16_m_b16.jsonl" \
         "$W/moeepnccl/ep16_m_f32.jsonl" <<'PY'
 import json, sys
 a, b = ([json.loads(l) for l in open(f) if '"loss"' in l] for f in sys.argv[1:3])
@@ -668,7 +672,7 @@ sys.exit(0 if len(a) == 3 and la == lb and all(x and y and 4 * x == 3 * y for x,
 PY
     r=$?
     [ $r = 0 ] || grep -E '^ztrain: error' "$W"/moeepnccl/ep16_*.out | sed 's/^/# /'
-    ok $r "MoE EP 2 bf16 exchanges over NCCL: weights and metrics bitwise the fp32 exchanges', rank 0's bytes 3/4 of theirs"
+    ok $r "MoE EP 2 bf16 exchanges over NCCL: weights and metrics bitwise the fp32 exchanges' and the fp32 kept outputs', rank 0's bytes 3/4 of theirs"
 else
     ok 1 "MoE bf16 exchanges: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
 fi
