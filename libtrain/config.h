@@ -396,7 +396,14 @@ typedef struct zt_model_config {
  *                   sum reading them in bf16 (rows_sum16 / rows_scatter16),
  *                   the routing weights' gradient widening them first.  The
  *                   same values (the down GEMMs rounded them, the exchange
- *                   sent them in bf16; bitwise: tests/moe_ep.sh) */
+ *                   sent them in bf16; bitwise: tests/moe_ep.sh)
+ *   ZT_W16_EPX16    ZT_TEST_NO_EPX16: with ZT_W16_EP16's bf16 exchanges
+ *                   (expert parallelism), the rows each rank's experts
+ *                   receive kept in bf16 (moe.h ep_x16, xr16: R C bf16 a
+ *                   MoE block instead of fp32, R its worst-case rows),
+ *                   gathered by expert as they came (rows_gather16) and
+ *                   read so by gate|up's GEMMs and weight gradients.  The
+ *                   same values (they came in bf16; bitwise: tests/moe_ep.sh) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -439,6 +446,7 @@ typedef struct zt_model_config {
 #define ZT_W16_MOEGB      (UINT64_C(1) << 38)
 #define ZT_W16_MOEGW      (UINT64_C(1) << 39)
 #define ZT_W16_EPYP16     (UINT64_C(1) << 40)
+#define ZT_W16_EPX16      (UINT64_C(1) << 41)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

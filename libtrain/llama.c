@@ -355,7 +355,7 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     if (s.E) ZT_TRY(zt_moe_check_backend(be, st));
     zt_llama *m = calloc(1, sizeof *m);
     if (!m) return zt_fail(st, ZT_ENOMEM, "out of memory (model)");
-    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep, 0, 0, 0, 0, 0};
+    m->ms = (zt_moe_shape){s.C, s.E, s.K, s.I, s.norm, s.ep, 0, 0, 0, 0, 0, 0};
     if (s.E) {
         m->aux_cnt = calloc((size_t)s.E, sizeof(double));
         m->aux_psum = calloc((size_t)s.E, sizeof(double));
@@ -674,7 +674,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     const int b16 = a16 && zt_w16_on(mc, ZT_W16_O16);
     const int mx16 = b16 && llama_mx16(mc, &sh);
     if (sh.E) {
-        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16, 0, mx16, 0, 0};
+        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16, 0, mx16, 0, 0, 0};
         zt_moe_carve_shared(&cv, &mx, &ms, N, base);
     }
     for (size_t s = 0; s < slots; ++s) {
@@ -724,11 +724,13 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             /* (b16: the experts' gate|up and SwiGLU output in bf16, moe.h) */
             /* (ex16: its row exchanges in bf16, moe.h; ZT_W16_EP16) */
             /* (ep_yp16: its outputs received and kept in bf16, moe.h;
-             * ZT_W16_EPYP16 with ZT_W16_EP16) */
+             * ZT_W16_EPYP16 with ZT_W16_EP16; ep_x16: the rows its
+             * experts receive kept in bf16, ZT_W16_EPX16) */
             const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16,
                                      zt_w16_on(mc, ZT_W16_EP16), mx16,
                                      !zt_w16_on(mc, ZT_W16_NOYP),
-                                     zt_w16_on(mc, ZT_W16_EP16) && zt_w16_on(mc, ZT_W16_EPYP16)};
+                                     zt_w16_on(mc, ZT_W16_EP16) && zt_w16_on(mc, ZT_W16_EPYP16),
+                                     zt_w16_on(mc, ZT_W16_EP16) && zt_w16_on(mc, ZT_W16_EPX16)};
             zt_moe_carve(&cv, &la->moe, &ms, N, base, &mx);
             if (base) la->moe.x16 = la->xn216;
             /* (the experts' backward GEMMs on bf16 output gradients, each
@@ -774,7 +776,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (the experts' backward scratch: only moe_bwd uses it) */
         size_t moe_ri = 0, moe_nkc = 0;   /* (its [R, I] and [N K, C] floats) */
         if (sh.E) {
-            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0, 0, 0, 0};
+            const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, 0, 0, 0, 0, 0, 0};
             zt_moe_carve_grad(&cv, &a->moeg, &ms, N, base);
             TAKES(a->moe_dp, (size_t)sh.E);
             TAKES(a->dsg, N); TAKES(a->dsgl, N);
@@ -2232,10 +2234,14 @@ static uint64_t llama_kernel_ws(const zt_model_config *mc, int B, int T, int E, 
      * in scratch) and one for their down (the bf16 SwiGLU output as it is),
      * over the rows they receive (zt_moe_recv_rows) */
     if (s.E > 0 && bf16 && zt_acts16_on(mc) && zt_w16_on(mc, ZT_W16_O16)) {
-        const zt_moe_shape ms = {C, s.E, s.K, s.I, s.norm, s.ep, 1, 0, 0, 0, 0};
+        const zt_moe_shape ms = {C, s.E, s.K, s.I, s.norm, s.ep, 1, 0, 0, 0, 0, 0};
         const size_t R = zt_moe_recv_rows(&ms, (size_t)N);
         const int El = s.E / (s.ep > 1 ? s.ep : 1);
-        WS(zt_cuda_ws_matmul_grouped(!llama_mx16(mc, &s), R, C, El));   /* (mx16: bf16 rows) */
+        /* (mx16, or expert parallelism's received rows kept in bf16
+         * (moe.h ep_x16): bf16 rows, nothing rounded) */
+        const int r16 = llama_mx16(mc, &s) ||
+                        (s.ep > 1 && zt_w16_on(mc, ZT_W16_EP16) && zt_w16_on(mc, ZT_W16_EPX16));
+        WS(zt_cuda_ws_matmul_grouped(!r16, R, C, El));
         WS(zt_cuda_ws_matmul_grouped(0, R, s.I, El));
     }
     WS(zt_cuda_ws_reduce((size_t)N));

@@ -725,7 +725,7 @@ static int plan_run(planner *q, zt_status *st) {
     p->expert_parallel = mc->n_experts > 0 && mc->expert_parallel > 1 ? mc->expert_parallel : 1;
     if (p->expert_parallel > 1) {
         const zt_moe_shape ms = {mc->n_embd, mc->n_experts, mc->experts_per_token,
-                                 mc->moe_intermediate, 0, p->expert_parallel, 0, 0, 0, 0, 0};
+                                 mc->moe_intermediate, 0, p->expert_parallel, 0, 0, 0, 0, 0, 0};
         const size_t N = (size_t)c->micro_batch * (size_t)(c->seq_len / q->ax.sp);
         p->ep_rows_worst = zt_moe_recv_rows(&ms, N);
         p->ep_rows_balanced = (uint64_t)N * (uint64_t)mc->experts_per_token;

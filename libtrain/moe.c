@@ -44,8 +44,10 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     else if (!(s->b16 && s->P <= 1)) yp = zt_carve_take(cv, NK * C, 0);
     else if (s->keep_yp) yp16 = zt_carve_take16(cv, NK * C);
     float *xr = NULL, *yr = yp;
+    uint16_t *xr16 = NULL;   /* (ep_x16: the received rows kept in bf16) */
     if (s->P > 1) {
-        xr = zt_carve_take(cv, R * C, 0);
+        if (s->b16 && s->ex16 && s->ep_x16) xr16 = zt_carve_take16(cv, R * C);
+        else xr = zt_carve_take(cv, R * C, 0);
         yr = zt_carve_take(cv, R * C, 0);
     }
     if (!base) return;
@@ -55,7 +57,7 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     a->xp16 = s->P > 1 ? NULL : x->xp16;
     a->wsel = p[6]; a->xp = s->P > 1 ? x->xs : x->xp; a->gup = p[8]; a->hp = p[9]; a->yp = yp;
     a->xr = s->P > 1 ? xr : a->xp; a->yr = yr; a->rcap = R;
-    a->gup16 = gup16; a->hp16 = hp16; a->yp16 = yp16;
+    a->gup16 = gup16; a->hp16 = hp16; a->yp16 = yp16; a->xr16 = xr16;
     a->ex16 = s->b16 && s->ex16 && s->P > 1;
     a->xs = s->P > 1 ? x->xs : NULL;
     a->gperm = s->P > 1 ? x->gperm : NULL;
@@ -422,11 +424,19 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     be->rows_gather(a->wsel, a->wts, a->perm, NULL, NK, 1);
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
+    /* (r16: the rows at the experts in bf16: the routed rows (x16), or
+     * with expert parallelism the received ones (xr16); else NULL, xr) */
+    const uint16_t *r16 = P > 1 ? a->xr16 : x16 ? a->xp16 : NULL;
+    if (a->xr16 && (!a->ex16 || !a->gup16 || !be->rows_gather16))
+        return zt_fail(st, ZT_EINTERNAL, "MoE forward: the bf16 received rows without the bf16 exchanges, "
+                       "the bf16 experts or the backend's rows_gather16");
     if (P > 1) {   /* the rows by rank into yr, then by expert into xr */
-        /* (ex16: in bf16, the experts' GEMMs round them; dxr, dyr the bf16 rows) */
+        /* (ex16: in bf16, the experts' GEMMs round them; dxr, dyr the bf16 rows;
+         * xr16: by expert in bf16 as they came, not widened) */
         ZT_TRY(exchange_rows(h, be, a->xp, (size_t)NK * C, rows16(a, g->dxr), h->sc, h->sd, a->yr,
-                             rows16(a, g->dyr), R * C, h->rc, h->rd, "expert inputs", st));
-        be->rows_gather(a->xr, a->yr, a->gperm, NULL, (int)R, C);
+                             rows16(a, g->dyr), a->xr16 ? 0 : R * C, h->rc, h->rd, "expert inputs", st));
+        if (a->xr16) be->rows_gather16(a->xr16, rows16(a, g->dyr), a->gperm, (int)R, C);
+        else be->rows_gather(a->xr, a->yr, a->gperm, NULL, (int)R, C);
     }
     /* this rank's experts, one GEMM each over its rows from every rank */
     size_t o = 0;
@@ -438,15 +448,15 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
          * for every expert: the same bits on the cpu backends) */
         const int grp = be->matmul_grouped_o16 && w->gate_up16 && w->down16;
         if (grp) {
-            be->matmul_grouped_o16(a->gup16, a->xr, a->xp16, w->gate_up16, nl, El, C, 2 * I);
+            be->matmul_grouped_o16(a->gup16, r16 ? NULL : a->xr, r16, w->gate_up16, nl, El, C, 2 * I);
             for (int l = 0; l < El; ++l) o += (size_t)nl[l];
         }
         for (int l = 0; l < El && !grp; ++l) {
             const int c = nl[l];
             if (c == 0) continue;
             const size_t gu = (size_t)l * 2 * I * C;
-            be->matmul_fwd_o16(a->gup16 + o * 2 * I, g->dgup + o * 2 * I, x16 ? NULL : a->xr + o * C,
-                               x16 ? a->xp16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu),
+            be->matmul_fwd_o16(a->gup16 + o * 2 * I, g->dgup + o * 2 * I, r16 ? NULL : a->xr + o * C,
+                               r16 ? r16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu),
                                NULL, c, C, 2 * I);
             o += (size_t)c;
         }
@@ -612,6 +622,8 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     const int C = s->C, E = s->E, K = s->K, I = s->I, NK = N * K;
     const int P = s->P > 1 ? s->P : 1, El = E / P;
     const uint16_t *x16 = a->xp16 ? a->x16 : NULL;   /* (zt_moe_forward checked it) */
+    /* (r16: the rows at the experts in bf16, zt_moe_forward's) */
+    const uint16_t *r16 = P > 1 ? a->xr16 : x16 ? a->xp16 : NULL;
     ZT_TRY(route_groups(s, be, h, a, N, 0, st));   /* the forward's counts again */
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
@@ -708,13 +720,13 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
             if (gb && !gw->gate_up) break;   /* (a frozen base: nothing more) */
             if (dgu16)
                 be->matmul_bwd_d16(gb ? NULL : dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL, NULL,
-                                   dgu16 + o * 2 * I, x16 ? NULL : a->xr + o * C,
-                                   x16 ? a->xp16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c,
+                                   dgu16 + o * 2 * I, r16 ? NULL : a->xr + o * C,
+                                   r16 ? r16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c,
                                    C, 2 * I);
             else
                 zt_mm_bwd_x(be, dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL,
-                            g->dgup + o * 2 * I, x16 ? NULL : a->xr + o * C,
-                            x16 ? a->xp16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c, C,
+                            g->dgup + o * 2 * I, r16 ? NULL : a->xr + o * C,
+                            r16 ? r16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c, C,
                             2 * I);
             o += (size_t)c;
         }

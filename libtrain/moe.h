@@ -58,6 +58,11 @@ typedef struct zt_moe_shape {
      * fp32 yp: the down GEMMs rounded them, the exchange sent them in
      * bf16; config.h ZT_W16_EPYP16) */
     int ep_yp16;
+    /* with b16, ex16 and expert parallelism: the rows the experts receive
+     * kept in bf16 for their GEMMs and gate|up's weight gradients
+     * (zt_moe_acts xr16 instead of the fp32 xr: they came in bf16;
+     * config.h ZT_W16_EPX16) */
+    int ep_x16;
 } zt_moe_shape;
 
 /* Routed rows one rank's experts can receive in a forward of N tokens per
@@ -100,6 +105,7 @@ typedef struct zt_moe_acts {
      * together, in rank order: one GEMM an expert); without expert
      * parallelism xr = xp, yr = yp: the same rows */
     float *xr;                 /* [R, C] received inputs, by expert */
+    uint16_t *xr16;            /* [R, C] the same in bf16 (zt_moe_shape ep_x16; xr NULL), else NULL */
     float *gup;                /* [R, 2I] gate | up */
     float *hp;                 /* [R, I] swiglu */
     /* b16 (zt_moe_shape): the same in bf16 instead (gup, hp NULL): each

@@ -91,6 +91,7 @@ static const struct {
     {"ZT_TEST_NO_MOEGB", ZT_W16_MOEGB},
     {"ZT_TEST_NO_MOEGW", ZT_W16_MOEGW},
     {"ZT_TEST_NO_EPYP16", ZT_W16_EPYP16},
+    {"ZT_TEST_NO_EPX16", ZT_W16_EPX16},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -153,26 +153,32 @@ ZT_TEST_MOE_KEEP_YP=1 run bm 1 --micro-batch 2 --grad-accum 2 --bf16.enabled tru
     run ebmc 2 --ep 2 --stage 1 --micro-batch 2 --bf16.enabled true --matmul-precision bf16 \
         --act-ckpt blocks && compare bm ebmc 1e-5
 ok $? "bf16 activations (bf16 matmuls): EP 2 (2 ranks, stage 3; stage 1 checkpointed) == 1 rank keeping its outputs"
-# the experts' outputs received in bf16 and kept so (ZT_W16_EPYP16; ZT_TEST_NO_EPYP16=1: widened into
-# fp32 as before): bitwise the same run, N K C x 2 bytes less a MoE block's activations (2 blocks, N =
-# 2 samples of 32 tokens, 2 experts a token, C 64: 32768 bytes less at the peak of a stage-3 rank, both
-# peaks the planner's), and cpu-strict's device peak the measured one
-ZT_TEST_NO_EPYP16=1 run ebmy 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --matmul-precision bf16 \
+# the experts' outputs received in bf16 and kept so (ZT_W16_EPYP16), and the rows the experts receive
+# kept in bf16 (ZT_W16_EPX16), against ZT_TEST_NO_EPX16=1 (the received rows widened into fp32) and
+# both off (the outputs too, as before): bitwise the same run; a MoE block's activations N K C x 2
+# bytes less for the outputs and R C x 2 for the received rows (2 blocks, N = 2 samples of 32 tokens,
+# 2 experts a token, C 64, R = 2 N min(K, E/2) = 256 worst-case rows: 32768 and 65536 bytes less at
+# the peak of a stage-3 rank), each peak the planner's; cpu-strict's device peak the measured one
+ZT_TEST_NO_EPX16=1 run ebmx 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --matmul-precision bf16 \
         --memory-report end &&
+    ZT_TEST_NO_EPX16=1 ZT_TEST_NO_EPYP16=1 run ebmy 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true \
+        --matmul-precision bf16 --memory-report end &&
     run ebms 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --matmul-precision bf16 --memory-report end \
         --backend cpu-strict &&
-    compare ebm ebmy 0 && compare ebm ebms 0 && python3 - o_ebm.txt o_ebmy.txt o_ebms.txt <<'PY'
+    compare ebm ebmx 0 && compare ebm ebmy 0 && compare ebm ebms 0 &&
+    python3 - o_ebm.txt o_ebmx.txt o_ebmy.txt o_ebms.txt <<'PY'
 import re, sys
 def peak(f, dev=""):
     m = re.search(r"^%smemory peak per rank[^:]*: (?:accounted|measured) (\d+) bytes, predicted (\d+) bytes" % dev,
                   open(f).read(), re.M)
     return (int(m[1]), int(m[2])) if m else (None, None)
-(a16, p16), (a32, p32), (d16, dp16) = peak(sys.argv[1]), peak(sys.argv[2]), peak(sys.argv[3], "device ")
-print("# peaks: bf16 kept %s (predicted %s), fp32 kept %s (%s), cpu-strict device %s (%s)" % (a16, p16, a32, p32, d16, dp16))
-sys.exit(0 if None not in (a16, a32, d16) and a16 == p16 and a32 == p32 and d16 == dp16 and a32 - a16 == 32768
-         else 1)
+(a, p), (ax, px), (ay, py), (d, dp) = peak(sys.argv[1]), peak(sys.argv[2]), peak(sys.argv[3]), peak(sys.argv[4], "device ")
+print("# peaks: bf16 rows and outputs %s (predicted %s), fp32 rows %s (%s), fp32 rows and outputs %s (%s), "
+      "cpu-strict device %s (%s)" % (a, p, ax, px, ay, py, d, dp))
+sys.exit(0 if None not in (a, ax, ay, d) and a == p and ax == px and ay == py and d == dp and ay - ax == 32768
+         and ax - a == 65536 else 1)
 PY
-ok $? "bf16 activations, EP 2: the outputs kept in bf16 == fp32 (ZT_TEST_NO_EPYP16=1) bitwise, 32768 bytes less at the peak, planned exactly (cpu, cpu-strict)"
+ok $? "bf16 activations, EP 2: the received rows and the outputs kept in bf16 == fp32 (ZT_TEST_NO_EPX16=1, ZT_TEST_NO_EPYP16=1) bitwise, 65536 + 32768 bytes less at the peak, planned exactly (cpu, cpu-strict)"
 # 1 rank without the kept outputs (the default: moe.c down_bwd16, the down GEMMs' input gradient
 # rounds dy, not wsel dy, to bf16) against with them: within bf16 roundings, not the same (measured:
 # losses within 1.6e-05, parameters within 3.2e-03 after 4 AdamW steps)

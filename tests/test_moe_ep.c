@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
         zt_finalize();
         return tap_done();
     }
-    const zt_moe_shape s1 = {C, E, K, I, 1, 1, 0, 0, 0, 0, 0}, s2 = {C, E, K, I, 1, 2, 0, 0, 0, 0, 0};
+    const zt_moe_shape s1 = {C, E, K, I, 1, 1, 0, 0, 0, 0, 0, 0}, s2 = {C, E, K, I, 1, 2, 0, 0, 0, 0, 0, 0};
     /* the same weights everywhere; tokens and output gradients per rank */
     uint64_t seed = 7;
     float router[E * C], gu[E * 2 * I * C], dn[E * C * I];

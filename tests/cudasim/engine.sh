@@ -647,17 +647,21 @@ fi
 # (ZT_TEST_MOE_ROUTE_ALL=0), so rank 0 sends only the outputs (bf16) and the input gradients (fp32):
 # 3/4 of the fp32 exchanges' bytes
 if [ -f "$W/moeepnccl/c_train.bin" ]; then
-    ep16() {  # ep16 TAG [ENV=VALUE]: 3 steps, EP 2, stage 1, bf16; exported weights w_TAG
-        (cd "$W/moeepnccl" && env ${2:+"$2"} ZT_TEST_MOE_ROUTE_ALL=0 ZT_CUDASIM_DEVICES=2 timeout 600 \
+    ep16() {  # ep16 TAG [ENV=VALUE...]: 3 steps, EP 2, stage 1, bf16; exported weights w_TAG
+        local tag=$1; shift
+        (cd "$W/moeepnccl" && env "$@" ZT_TEST_MOE_ROUTE_ALL=0 ZT_CUDASIM_DEVICES=2 timeout 600 \
             "$mpirun" --oversubscribe -np 2 --bind-to none "$sim" train --config "$SRC/configs/moe-tiny.json" \
             --train c_train.bin --val c_val.bin --batch-size 8 --micro-batch 4 --steps 3 --eval-every 100 \
             --eval-batches 1 --sample-tokens 0 --backend cuda --comm-backend nccl --resume never \
-            --ckpt-dir "ep16_ck_$1" --stage 1 --ep 2 --ztrain.model.n_experts 4 --bf16.enabled true \
-            --metrics "ep16_m_$1.jsonl" > "ep16_$1.out" 2>&1 &&
-            "$sim" ckpt export "ep16_ck_$1" --output "ep16_w_$1.safetensors" > /dev/null 2>&1)
+            --ckpt-dir "ep16_ck_$tag" --stage 1 --ep 2 --ztrain.model.n_experts 4 --bf16.enabled true \
+            --memory-report end --metrics "ep16_m_$tag.jsonl" > "ep16_$tag.out" 2>&1 &&
+            "$sim" ckpt export "ep16_ck_$tag" --output "ep16_w_$tag.safetensors" > /dev/null 2>&1)
     }
-    # (and the outputs kept in bf16, ZT_W16_EPYP16: bitwise ZT_TEST_NO_EPYP16=1's fp32 kept outputs)
-    ep16 b16 && ep16 f32 ZT_TEST_NO_EP16=1 && ep16 y32 ZT_TEST_NO_EPYP16=1 && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
+    # (and the received rows and the outputs kept in bf16, ZT_W16_EPX16 and ZT_W16_EPYP16: bitwise
+    # their fp32 copies', the device peak the planner's)
+    ep16 b16 && ep16 f32 ZT_TEST_NO_EP16=1 && ep16 y32 ZT_TEST_NO_EPYP16=1 ZT_TEST_NO_EPX16=1 &&
+        grep -q "^device memory peak per rank (cuda.*: measured \([0-9]*\) bytes, predicted \1 bytes" \
+            "$W/moeepnccl/ep16_b16.out" && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
         "$W/moeepnccl/ep16_w_f32.safetensors" && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
         "$W/moeepnccl/ep16_w_y32.safetensors" && cmp -s <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' \
         "$W/moeepnccl/ep16_m_b16.jsonl") <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' \
@@ -672,7 +676,7 @@ sys.exit(0 if len(a) == 3 and la == lb and all(x and y and 4 * x == 3 * y for x,
 PY
     r=$?
     [ $r = 0 ] || grep -E '^ztrain: error' "$W"/moeepnccl/ep16_*.out | sed 's/^/# /'
-    ok $r "MoE EP 2 bf16 exchanges over NCCL: weights and metrics bitwise the fp32 exchanges' and the fp32 kept outputs', rank 0's bytes 3/4 of theirs"
+    ok $r "MoE EP 2 bf16 exchanges over NCCL: weights and metrics bitwise the fp32 exchanges' and the fp32 kept rows and outputs', device peak == predicted, rank 0's bytes 3/4 of theirs"
 else
     ok 1 "MoE bf16 exchanges: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
 fi
