@@ -402,8 +402,10 @@ typedef struct zt_model_config {
  *                   receive kept in bf16 (moe.h ep_x16, xr16: R C bf16 a
  *                   MoE block instead of fp32, R its worst-case rows),
  *                   gathered by expert as they came (rows_gather16) and
- *                   read so by gate|up's GEMMs and weight gradients.  The
- *                   same values (they came in bf16; bitwise: tests/moe_ep.sh) */
+ *                   read so by gate|up's GEMMs and weight gradients; the
+ *                   experts' outputs gathered by rank in bf16 as the down
+ *                   GEMMs wrote them and sent so (no fp32 [R, C] yr a
+ *                   block).  The same values (bitwise: tests/moe_ep.sh) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)

@@ -44,11 +44,16 @@ void zt_moe_carve(zt_carve *cv, zt_moe_acts *a, const zt_moe_shape *s, size_t N,
     else if (!(s->b16 && s->P <= 1)) yp = zt_carve_take(cv, NK * C, 0);
     else if (s->keep_yp) yp16 = zt_carve_take16(cv, NK * C);
     float *xr = NULL, *yr = yp;
-    uint16_t *xr16 = NULL;   /* (ep_x16: the received rows kept in bf16) */
+    uint16_t *xr16 = NULL;   /* (ep_x16: the received rows kept in bf16, and no yr:
+                              * the outputs go back in bf16 as the GEMMs wrote them) */
     if (s->P > 1) {
-        if (s->b16 && s->ex16 && s->ep_x16) xr16 = zt_carve_take16(cv, R * C);
-        else xr = zt_carve_take(cv, R * C, 0);
-        yr = zt_carve_take(cv, R * C, 0);
+        if (s->b16 && s->ex16 && s->ep_x16) {
+            xr16 = zt_carve_take16(cv, R * C);
+            yr = NULL;
+        } else {
+            xr = zt_carve_take(cv, R * C, 0);
+            yr = zt_carve_take(cv, R * C, 0);
+        }
     }
     if (!base) return;
     a->logits = p[0]; a->probs = p[1]; a->wts = p[2];
@@ -484,7 +489,7 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
                                W16(down16, dn), NULL, c, I, C);
             o += (size_t)c;
         }
-        if (!o16 && o) be->from_bf16(a->yr, y16, o * (size_t)C);
+        if (!o16 && o && !a->xr16) be->from_bf16(a->yr, y16, o * (size_t)C);
     }
     for (int l = 0; l < El && !a->gup16; ++l) {
         const int c = nl[l];
@@ -498,12 +503,15 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
         o += (size_t)c;
     }
     if (P > 1) {   /* the outputs by rank, back */
-        be->rows_gather(a->xs, a->yr, a->ginv, NULL, (int)R, C);
-        /* (ex16: in bf16, the down GEMMs rounded them; ep_yp16: received
-         * into yp16 and kept so, not widened) */
+        /* (ex16: in bf16, the down GEMMs rounded them; xr16: gathered by
+         * rank in bf16 from dyr's bytes into dxr's, not widened into yr;
+         * ep_yp16: received into yp16 and kept so, not widened) */
         if (a->yp16 && !a->ex16)
             return zt_fail(st, ZT_EINTERNAL, "MoE forward: the bf16 kept outputs without the bf16 exchanges");
-        ZT_TRY(exchange_rows(h, be, a->xs, R * C, rows16(a, g->dxr), h->rc, h->rd, a->yp,
+        uint16_t *s16 = rows16(a, g->dxr);
+        if (a->xr16) be->rows_gather16(s16, (const uint16_t *)(const void *)g->dyr, a->ginv, (int)R, C);
+        else be->rows_gather(a->xs, a->yr, a->ginv, NULL, (int)R, C);
+        ZT_TRY(exchange_rows(h, be, a->xr16 ? NULL : a->xs, a->xr16 ? 0 : R * C, s16, h->rc, h->rd, a->yp,
                              a->yp16 ? a->yp16 : rows16(a, g->dyr), a->yp16 ? 0 : (size_t)NK * C, h->sc,
                              h->sd, "expert outputs", st));
     }

@@ -105,7 +105,8 @@ typedef struct zt_moe_acts {
      * together, in rank order: one GEMM an expert); without expert
      * parallelism xr = xp, yr = yp: the same rows */
     float *xr;                 /* [R, C] received inputs, by expert */
-    uint16_t *xr16;            /* [R, C] the same in bf16 (zt_moe_shape ep_x16; xr NULL), else NULL */
+    uint16_t *xr16;            /* [R, C] the same in bf16 (zt_moe_shape ep_x16; xr and yr NULL:
+                                * the outputs by rank in bf16 from dyr's bytes), else NULL */
     float *gup;                /* [R, 2I] gate | up */
     float *hp;                 /* [R, I] swiglu */
     /* b16 (zt_moe_shape): the same in bf16 instead (gup, hp NULL): each
