@@ -405,7 +405,9 @@ typedef struct zt_model_config {
  *                   read so by gate|up's GEMMs and weight gradients; the
  *                   experts' outputs gathered by rank in bf16 as the down
  *                   GEMMs wrote them and sent so (no fp32 [R, C] yr a
- *                   block).  The same values (bitwise: tests/moe_ep.sh) */
+ *                   block), the rows sent gathered in the backward's free
+ *                   dyp (no fp32 [R, C] xs shared by the blocks).  The
+ *                   same values (bitwise: tests/moe_ep.sh) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)

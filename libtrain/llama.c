@@ -674,7 +674,9 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
     const int b16 = a16 && zt_w16_on(mc, ZT_W16_O16);
     const int mx16 = b16 && llama_mx16(mc, &sh);
     if (sh.E) {
-        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16, 0, mx16, 0, 0, 0};
+        /* (the rows sent: no shared xs with ep_x16, moe.h) */
+        const zt_moe_shape ms = {sh.C, sh.E, sh.K, sh.I, sh.norm, sh.ep, b16, zt_w16_on(mc, ZT_W16_EP16), mx16,
+                                 0, 0, zt_w16_on(mc, ZT_W16_EP16) && zt_w16_on(mc, ZT_W16_EPX16)};
         zt_moe_carve_shared(&cv, &mx, &ms, N, base);
     }
     for (size_t s = 0; s < slots; ++s) {

@@ -83,7 +83,9 @@ void zt_moe_carve_shared(zt_carve *cv, zt_moe_acts *x, const zt_moe_shape *s, si
         return;
     }
     const size_t R = zt_moe_recv_rows(s, N), C = (size_t)s->C;
-    float *xs = zt_carve_take(cv, R * C, 0);
+    /* (ep_x16 with the bf16 exchanges: no xs, the rows sent gathered in the
+     * backward's dyp, free in a forward, and the outputs sent back in bf16) */
+    float *xs = s->b16 && s->ex16 && s->ep_x16 ? NULL : zt_carve_take(cv, R * C, 0);
     float *gp = zt_carve_take(cv, R, 1), *gi = zt_carve_take(cv, R, 1);
     float *gc = zt_carve_take(cv, (size_t)s->E, 1);
     if (!base) return;
@@ -425,7 +427,9 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     size_t R = 0;
     ZT_TRY(exchange_counts(s, h, a->rcap, &R, st));
     if (x16) be->rows_gather16(a->xp16, x16, a->rows, NK, C);
-    else be->rows_gather(a->xp, x, a->rows, NULL, NK, C);
+    /* (xr16 without xs: the rows to send gathered in dyp, free in a forward) */
+    float *xsend = P > 1 && a->xr16 && !a->xp ? g->dyp : a->xp;
+    if (!x16) be->rows_gather(xsend, x, a->rows, NULL, NK, C);
     be->rows_gather(a->wsel, a->wts, a->perm, NULL, NK, 1);
     int *nl = h->nloc;
     local_rows(s, be, h, a, nl);
@@ -438,7 +442,7 @@ int zt_moe_forward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h, 
     if (P > 1) {   /* the rows by rank into yr, then by expert into xr */
         /* (ex16: in bf16, the experts' GEMMs round them; dxr, dyr the bf16 rows;
          * xr16: by expert in bf16 as they came, not widened) */
-        ZT_TRY(exchange_rows(h, be, a->xp, (size_t)NK * C, rows16(a, g->dxr), h->sc, h->sd, a->yr,
+        ZT_TRY(exchange_rows(h, be, xsend, (size_t)NK * C, rows16(a, g->dxr), h->sc, h->sd, a->yr,
                              rows16(a, g->dyr), a->xr16 ? 0 : R * C, h->rc, h->rd, "expert inputs", st));
         if (a->xr16) be->rows_gather16(a->xr16, rows16(a, g->dyr), a->gperm, (int)R, C);
         else be->rows_gather(a->xr, a->yr, a->gperm, NULL, (int)R, C);
