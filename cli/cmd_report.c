@@ -1,8 +1,8 @@
 /* cmd_report.c -- `ztrain report RUN.jsonl [RUN2.jsonl ...] -o report.html`:
  * the metrics files that `ztrain train --metrics` writes, drawn as one
  * self-contained HTML page (inline SVG and CSS, no script, nothing fetched):
- * loss and validation loss, learning rate, gradient norm, tokens/s and the
- * memory peak over the steps, the runs overlaid, and their configurations side
+ * loss and validation loss, learning rate, gradient norm, tokens/s, the
+ * model's TFLOP/s per device and the memory peak over the steps, the runs overlaid, and their configurations side
  * by side (RUN.config.json, which the trainer writes next to RUN.jsonl). */
 #include <errno.h>
 #include <jansson.h>
@@ -13,9 +13,9 @@
 #include "cli.h"
 #include "svg.h"
 
-enum { M_LOSS, M_VAL, M_LR, M_NORM, M_TOK, M_MEM, NMET };
+enum { M_LOSS, M_VAL, M_LR, M_NORM, M_TOK, M_MEM, M_TFL, NMET };
 static const char *const met_key[NMET] = {"loss", "val_loss", "lr", "grad_norm", "tokens_per_s",
-                                          "mem_peak_bytes"};
+                                          "mem_peak_bytes", "tflops"};
 
 typedef struct series { long *step; double *v; int n, cap; } series;
 typedef struct kv { char *key, *val; } kv;
@@ -33,8 +33,9 @@ static void report_usage(void) {
            "\n"
            "Draws the metrics files of training runs (ztrain train --metrics RUN.jsonl) as one\n"
            "self-contained HTML file (inline SVG, no network access): loss and validation loss,\n"
-           "learning rate, gradient norm, tokens/s and the memory peak per rank over the steps,\n"
-           "every run overlaid in its own colour, and the runs' configurations side by side\n"
+           "learning rate, gradient norm, tokens/s, the model's TFLOP/s per device and the memory\n"
+           "peak per rank over the steps, every run overlaid in its own colour, and the runs'\n"
+           "configurations side by side\n"
            "(RUN.config.json, written by the trainer next to RUN.jsonl; keys that differ first).\n"
            "\n"
            "  -o, --output FILE   the HTML file to write (required)\n"
@@ -333,9 +334,10 @@ static void page(FILE *f, const char *title, const run *runs, int nr) {
     }
     fprintf(f, "</table>\n<div class=\"charts\">\n");
     static const int loss[] = {M_LOSS, M_VAL}, lr[] = {M_LR}, norm[] = {M_NORM}, tok[] = {M_TOK},
-                     mem[] = {M_MEM};
+                     mem[] = {M_MEM}, tfl[] = {M_TFL};
     chart(f, "Loss (training, validation)", runs, nr, loss, 2, 0);
     chart(f, "Tokens per second", runs, nr, tok, 1, 0);
+    chart(f, "Model TFLOP/s per device (docs/production.md)", runs, nr, tfl, 1, 0);
     chart(f, "Memory peak per rank (accounted bytes)", runs, nr, mem, 1, 1);
     chart(f, "Learning rate", runs, nr, lr, 1, 0);
     chart(f, "Gradient norm (before clipping)", runs, nr, norm, 1, 0);

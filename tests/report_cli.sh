@@ -24,12 +24,12 @@ ok $([ -s a.config.json ] && grep -q '"lr": 0.003,' b.config.json; echo $?) \
 ok $([ $? = 0 ] && grep -q "^report: 2 runs, written to r.html$" rep.out; echo $?) "ztrain report a.jsonl b.jsonl -o r.html"
 ok $(! grep -Eiq 'http|<script|<link|src=|url\(|@import' r.html; echo $?) \
    "self-contained: no script, link, src, url() or address"
-ok $([ "$(grep -c '<svg ' r.html)" = 5 ] && [ "$(grep -c '<polyline ' r.html)" = 12 ]; echo $?) \
-   "5 charts, 12 curves (6 values x 2 runs): $(grep -c '<svg ' r.html) and $(grep -c '<polyline ' r.html)"
+ok $([ "$(grep -c '<svg ' r.html)" = 6 ] && [ "$(grep -c '<polyline ' r.html)" = 14 ]; echo $?) \
+   "6 charts, 14 curves (7 values x 2 runs): $(grep -c '<svg ' r.html) and $(grep -c '<polyline ' r.html)"
 
 # the records: "run metric step value"
 for k in 0:a 1:b; do
-    for m in loss val_loss lr grad_norm tokens_per_s mem_peak_bytes; do
+    for m in loss val_loss lr grad_norm tokens_per_s tflops mem_peak_bytes; do
         sed -n "s/^{\"step\": \([0-9]*\),.*\"$m\": \([-0-9.e+]*\)[,}].*/${k%%:*} $m \1 \2/p" "${k#*:}.jsonl"
     done
 done > want.txt
