@@ -1,7 +1,6 @@
 /* perf.c -- the model's FLOPs a token and a device's peak, for the
  * throughput the progress line and the metrics report (ztrain.h
  * zt_ctx_flops_per_token, zt_ctx_peak_tflops; docs/production.md). */
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 

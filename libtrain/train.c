@@ -1426,7 +1426,11 @@ int zt_train(zt_ctx *ctx, zt_status *st) {
     }
     {
         char src[192];
+        /* (kept for the steps' metrics: no second lookup) */
         const double fpt = zt_ctx_flops_per_token(ctx), peak = zt_ctx_peak_tflops(ctx, src, sizeof src);
+        ctx->fpt = fpt;
+        ctx->peak = peak;
+        ctx->perf_set = 1;
         char pk[256];
         if (peak > 0) snprintf(pk, sizeof pk, "MFU against %.4g TFLOP/s a device (%s)", peak, src);
         else snprintf(pk, sizeof pk, "no MFU: no known peak for this device (ztrain.peak_tflops sets one)");
