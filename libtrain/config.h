@@ -407,7 +407,24 @@ typedef struct zt_model_config {
  *                   GEMMs wrote them and sent so (no fp32 [R, C] yr a
  *                   block), the rows sent gathered in the backward's free
  *                   dyp (no fp32 [R, C] xs shared by the blocks).  The
- *                   same values (bitwise: tests/moe_ep.sh) */
+ *                   same values (bitwise: tests/moe_ep.sh)
+ *   ZT_W16_EPDY16   ZT_TEST_NO_EPDY16: with ZT_W16_EP16's bf16 exchanges
+ *                   and ZT_W16_MOED16 (expert parallelism), the output
+ *                   gradients the backward receives regrouped by expert in
+ *                   bf16 as they came (rows_gather16) into the buffer the
+ *                   down GEMMs read, instead of widened, regrouped in fp32
+ *                   and rounded again: three passes over [R, C] fewer.  The
+ *                   same values (bitwise: tests/moe_ep.sh)
+ *   ZT_W16_EPDX16   ZT_TEST_NO_EPDX16: with ZT_W16_EP16's bf16 exchanges
+ *                   and ZT_W16_MOED16 (expert parallelism), the experts'
+ *                   input gradients written in bf16 by gate|up's GEMMs
+ *                   (matmul_bwd_o16), regrouped by rank in bf16, sent back
+ *                   in bf16 (the fourth exchange: half its bytes) and summed
+ *                   per token in fp32 (rows_sum16), as the grouped input
+ *                   gradients without expert parallelism (ZT_W16_MOEGB).
+ *                   NOT the same values (each routed row's input gradient
+ *                   rounded to bf16 once, autocast's bf16 Linear;
+ *                   tests/moe_ep.sh's bounds) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -451,6 +468,8 @@ typedef struct zt_model_config {
 #define ZT_W16_MOEGW      (UINT64_C(1) << 39)
 #define ZT_W16_EPYP16     (UINT64_C(1) << 40)
 #define ZT_W16_EPX16      (UINT64_C(1) << 41)
+#define ZT_W16_EPDY16     (UINT64_C(1) << 42)
+#define ZT_W16_EPDX16     (UINT64_C(1) << 43)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

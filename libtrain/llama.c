@@ -742,6 +742,11 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
             if (base) la->moe.gb16 = la->moe.d16 && zt_w16_on(mc, ZT_W16_MOEGB);
             /* (and their weight gradients too: ZT_W16_MOEGW) */
             if (base) la->moe.gw16 = la->moe.gb16 && zt_w16_on(mc, ZT_W16_MOEGW);
+            /* (with expert parallelism's bf16 exchanges: the received
+             * output gradients regrouped in bf16, ZT_W16_EPDY16; the input
+             * gradients sent back in bf16, ZT_W16_EPDX16) */
+            if (base) la->moe.epdy16 = la->moe.d16 && ms.ex16 && zt_w16_on(mc, ZT_W16_EPDY16);
+            if (base) la->moe.epdx16 = la->moe.d16 && ms.ex16 && zt_w16_on(mc, ZT_W16_EPDX16);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
         zt_carve_lora_keep(&cv, la->lora_h, mc, N, training);

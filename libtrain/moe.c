@@ -342,7 +342,8 @@ static int exchange_counts(const zt_moe_shape *s, zt_moe_host *h, size_t cap, si
 /* Rows [*, C] over the expert group: send[sc, sd] -> recv[rc, rd] (ns and
  * nr elements sent and received).  In fp32, or with send16 and recv16 (ex16,
  * moe.h) in bf16: send rounded into send16, exchanged, widened from recv16
- * into recv; exact where every value sent is a bf16 value already or every
+ * into recv (ns 0: send16 holds the rows already; recv NULL: they stay in
+ * recv16); exact where every value sent is a bf16 value already or every
  * reader rounds it to bf16 (the counts and displacements are elements
  * either way). */
 static int exchange_rows(const zt_moe_host *h, const zt_backend *be, const float *send, size_t ns,
@@ -354,7 +355,7 @@ static int exchange_rows(const zt_moe_host *h, const zt_backend *be, const float
     if (!send16 || !recv16) return g->ops->alltoallv(g, send, sc, sd, recv, rc, rd, ZT_F32, st);
     if (ns) be->to_bf16(send16, send, ns);
     ZT_TRY(g->ops->alltoallv(g, send16, sc, sd, recv16, rc, rd, ZT_BF16, st));
-    if (nr) be->from_bf16(recv, recv16, nr);
+    if (nr && recv) be->from_bf16(recv, recv16, nr);
     return ZT_OK;
 }
 
@@ -649,6 +650,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     /* (gwg: the weight gradients in grouped bf16 GEMMs too, zt_moe_acts
      * gw16, with the bf16 routed rows; each where dyp holds an expert's) */
     const int gwg = gb && a->gw16 && x16 && be->matmul_grouped_dw16;
+    /* (epdy, epdx: expert parallelism's output gradients received and
+     * regrouped in bf16, and its input gradients written, regrouped and
+     * sent back in bf16, zt_moe_acts epdy16, epdx16) */
+    const int d16x = P > 1 && a->ex16 && a->gup16 && a->d16 && !o16 && be->rows_gather16;
+    const int epdy = d16x && a->epdy16;
+    const int epdx = d16x && a->epdx16 && be->matmul_bwd_o16 && be->rows_scatter16;
     if (!o16) {
         /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order
          * (yp16 widened into dyp, which the next gather overwrites) */
@@ -667,9 +674,15 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     local_rows(s, be, h, a, nl);
     if (P > 1) {   /* by rank into dxr, then by expert into dyr */
         /* (ex16: in bf16, the down GEMMs' backward rounds them; dxp, dyr the bf16 rows) */
-        ZT_TRY(exchange_rows(h, be, g->dyp, (size_t)NK * C, rows16(a, g->dxp), h->sc, h->sd, g->dxr,
-                             rows16(a, g->dyr), R * C, h->rc, h->rd, "expert output gradients", st));
-        be->rows_gather(g->dyr, g->dxr, a->gperm, NULL, (int)R, C);
+        /* (epdy: regrouped as they came, bf16 into dxr's bytes, d16 below) */
+        ZT_TRY(exchange_rows(h, be, g->dyp, (size_t)NK * C, rows16(a, g->dxp), h->sc, h->sd,
+                             epdy ? NULL : g->dxr, rows16(a, g->dyr), R * C, h->rc, h->rd,
+                             "expert output gradients", st));
+        if (epdy)
+            be->rows_gather16((uint16_t *)(void *)g->dxr, (const uint16_t *)(const void *)g->dyr,
+                              a->gperm, (int)R, C);
+        else
+            be->rows_gather(g->dyr, g->dxr, a->gperm, NULL, (int)R, C);
     }
     /* one GEMM an expert (each of the three); with expert parallelism the
      * input gradients by expert into dyr (read), then by rank into dxr */
@@ -682,7 +695,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         /* (d16: the received rows rounded once into dxr's bytes, free
          * after the regroup into dyr, until gate|up's input gradients) */
         uint16_t *d16 = a->d16 && !o16 ? (uint16_t *)(void *)g->dxr : NULL;
-        if (d16 && R) be->to_bf16(d16, g->dyr, R * (size_t)C);
+        if (d16 && R && !epdy) be->to_bf16(d16, g->dyr, R * (size_t)C);
         for (int l = 0; l < El && !o16; ++l) {
             const int c = nl[l];
             const size_t dn = (size_t)l * C * I;
@@ -730,7 +743,15 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                 continue;
             }
             if (gb && !gw->gate_up) break;   /* (a frozen base: nothing more) */
-            if (dgu16)
+            /* (epdx: the input gradients in bf16 by expert in dyr's bytes,
+             * dxr the cpu backends' fp32 scratch: d16's rows read above) */
+            if (epdx)
+                be->matmul_bwd_o16((uint16_t *)(void *)g->dyr + o * C, g->dxr,
+                                   gw->gate_up ? gw->gate_up + gu : NULL, NULL, NULL,
+                                   dgu16 + o * 2 * I, r16 ? NULL : a->xr + o * C,
+                                   r16 ? r16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c,
+                                   C, 2 * I);
+            else if (dgu16)
                 be->matmul_bwd_d16(gb ? NULL : dxe + o * C, gw->gate_up ? gw->gate_up + gu : NULL, NULL, NULL,
                                    dgu16 + o * 2 * I, r16 ? NULL : a->xr + o * C,
                                    r16 ? r16 + o * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c,
@@ -760,7 +781,13 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                   2 * I);
         o += (size_t)c;
     }
-    if (P > 1) {
+    if (P > 1 && epdx) {
+        /* (bf16 by rank into dxr's bytes, back into dxp's as gb's rows) */
+        be->rows_gather16((uint16_t *)(void *)g->dxr, (const uint16_t *)(const void *)g->dyr, a->ginv,
+                          (int)R, C);
+        ZT_TRY(exchange_rows(h, be, NULL, 0, (uint16_t *)(void *)g->dxr, h->rc, h->rd, NULL,
+                             (uint16_t *)(void *)g->dxp, 0, h->sc, h->sd, "expert input gradients", st));
+    } else if (P > 1) {
         be->rows_gather(g->dxr, g->dyr, a->ginv, NULL, (int)R, C);
         /* (fp32: the backward sums them per token) */
         ZT_TRY(exchange_rows(h, be, g->dxr, 0, NULL, h->rc, h->rd, g->dxp, NULL, 0, h->sc, h->sd,
@@ -769,11 +796,12 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     /* the router: dx = its input gradient, then the experts' summed per token */
     be->moe_route_bwd(g->dlogits, g->dwts, dprobs, a->probs, a->idx, N, E, K, s->norm);
     zt_mm_bwd_x(be, g->dx, gw->router, NULL, g->dlogits, x, x16, w->router, w->router16, N, C, E);
-    /* (gb: the bf16 rows by token, rows_sum16's inverse permutation in
-     * dwsel's bytes, free after moe_route_bwd) */
+    /* (gb, epdx: the bf16 rows by token, rows_sum16's inverse permutation
+     * in dwsel's bytes, free after moe_route_bwd) */
     const uint16_t *dx16 = (const uint16_t *)(const void *)g->dxp;
-    if (gb && be->rows_sum16) be->rows_sum16(g->dx, dx16, a->perm, (int *)(void *)g->dwsel, NULL, NK, N, K, C);
-    else if (gb) be->rows_scatter16(g->dx, dx16, a->rows, NULL, NK, C);
+    if ((gb || epdx) && be->rows_sum16)
+        be->rows_sum16(g->dx, dx16, a->perm, (int *)(void *)g->dwsel, NULL, NK, N, K, C);
+    else if (gb || epdx) be->rows_scatter16(g->dx, dx16, a->rows, NULL, NK, C);
     else be->rows_scatter(g->dx, g->dxp, a->rows, NULL, NK, C);
     return ZT_OK;
 }

@@ -155,6 +155,14 @@ typedef struct zt_moe_acts {
      * expert's gradient has at most 2^23 elements and dyp holds one
      * expert's product: moe.c grouped_dw_fits) */
     int gw16;
+    /* d16 with ex16 (expert parallelism): the received output gradients
+     * regrouped by expert in bf16, not widened (config.h ZT_W16_EPDY16;
+     * set by the model) */
+    int epdy16;
+    /* d16 with ex16: the experts' input gradients written, regrouped and
+     * sent back in bf16, summed per token in fp32 (config.h
+     * ZT_W16_EPDX16; set by the model) */
+    int epdx16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block

@@ -643,9 +643,11 @@ else
 fi
 # ---- expert parallelism's bf16 exchanges over the simulated NCCL (docs/moe.md): with the bf16
 # activations the routed inputs, the experts' outputs and their gradients go in bf16, bitwise the fp32
-# exchanges (ZT_TEST_NO_EP16=1: metrics and exported weights); every token on rank 0's experts
-# (ZT_TEST_MOE_ROUTE_ALL=0), so rank 0 sends only the outputs (bf16) and the input gradients (fp32):
-# 3/4 of the fp32 exchanges' bytes
+# exchanges (ZT_TEST_NO_EP16=1: metrics and exported weights) where the input gradients go back in
+# fp32 (ZT_TEST_NO_EPDX16=1); every token on rank 0's experts (ZT_TEST_MOE_ROUTE_ALL=0), so rank 0
+# sends only the outputs (bf16) and the input gradients (fp32): 3/4 of the fp32 exchanges' bytes;
+# with the input gradients in bf16 too (the default) 1/2, the output gradients regrouped in bf16
+# bitwise widened ones (ZT_TEST_NO_EPDY16=1)
 if [ -f "$W/moeepnccl/c_train.bin" ]; then
     ep16() {  # ep16 TAG [ENV=VALUE...]: 3 steps, EP 2, stage 1, bf16; exported weights w_TAG
         local tag=$1; shift
@@ -659,7 +661,8 @@ if [ -f "$W/moeepnccl/c_train.bin" ]; then
     }
     # (and the received rows and the outputs kept in bf16, ZT_W16_EPX16 and ZT_W16_EPYP16: bitwise
     # their fp32 copies', the device peak the planner's)
-    ep16 b16 && ep16 f32 ZT_TEST_NO_EP16=1 && ep16 y32 ZT_TEST_NO_EPYP16=1 ZT_TEST_NO_EPX16=1 &&
+    ep16 b16 ZT_TEST_NO_EPDX16=1 && ep16 f32 ZT_TEST_NO_EP16=1 &&
+        ep16 y32 ZT_TEST_NO_EPYP16=1 ZT_TEST_NO_EPX16=1 ZT_TEST_NO_EPDX16=1 &&
         grep -q "^device memory peak per rank (cuda.*: measured \([0-9]*\) bytes, predicted \1 bytes" \
             "$W/moeepnccl/ep16_b16.out" && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
         "$W/moeepnccl/ep16_w_f32.safetensors" && cmp -s "$W/moeepnccl/ep16_w_b16.safetensors" \
@@ -677,8 +680,28 @@ PY
     r=$?
     [ $r = 0 ] || grep -E '^ztrain: error' "$W"/moeepnccl/ep16_*.out | sed 's/^/# /'
     ok $r "MoE EP 2 bf16 exchanges over NCCL: weights and metrics bitwise the fp32 exchanges' and the fp32 kept rows and outputs', device peak == predicted, rank 0's bytes 3/4 of theirs"
+    ep16 dx && ep16 dy ZT_TEST_NO_EPDY16=1 &&
+        grep -q "^device memory peak per rank (cuda.*: measured \([0-9]*\) bytes, predicted \1 bytes" \
+            "$W/moeepnccl/ep16_dx.out" && cmp -s "$W/moeepnccl/ep16_w_dx.safetensors" \
+        "$W/moeepnccl/ep16_w_dy.safetensors" && ! cmp -s "$W/moeepnccl/ep16_w_dx.safetensors" \
+        "$W/moeepnccl/ep16_w_b16.safetensors" && python3 - "$W/moeepnccl/ep16_m_dx.jsonl" \
+        "$W/moeepnccl/ep16_m_f32.jsonl" "$W/moeepnccl/ep16_m_dy.jsonl" <<'PY'
+import json, sys
+a, b, c = ([json.loads(l) for l in open(f) if '"loss"' in l] for f in sys.argv[1:4])
+la, lb, lc = ([(r["loss"], r["grad_norm"]) for r in x] for x in (a, b, c))
+ba, bb = [r.get("alltoall_bytes") for r in a], [r.get("alltoall_bytes") for r in b]
+d = max(abs(x[0] - y[0]) / abs(y[0]) for x, y in zip(la, lb))
+print("# input gradients returned in bf16: losses, grad norms %s (largest relative loss difference to "
+      "the fp32 exchanges' %.2e); rank 0's all-to-all bytes %s, fp32 %s" % (la, d, ba, bb))
+sys.exit(0 if len(a) == 3 and la == lc and d < 1e-3 and all(x and y and 2 * x == y for x, y in zip(ba, bb))
+         else 1)
+PY
+    r=$?
+    [ $r = 0 ] || grep -E '^ztrain: error' "$W"/moeepnccl/ep16_*.out | sed 's/^/# /'
+    ok $r "MoE EP 2 with the input gradients returned in bf16 over NCCL: device peak == predicted, rank 0's bytes 1/2 of the fp32 exchanges', losses within 1e-3, the output gradients regrouped in bf16 bitwise widened ones"
 else
     ok 1 "MoE bf16 exchanges: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
+    ok 1 "MoE bf16 input gradients: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
 fi
 # ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
 # the limit is the free memory plus what the backend already holds (its
