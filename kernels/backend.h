@@ -1115,6 +1115,14 @@ typedef struct zt_backend {
      * slots, then the same k_dw_add16. */
     void (*matmul_grouped_dw16)(float *dw, uint16_t *tmp16, size_t tmp_n, const uint16_t *dout16,
                                 const uint16_t *inp16, const int *n, int G, int C, int OC);
+    /* ---- the Mixture of Experts' row gather writing bf16 (last;
+     * optional: NULL when the backend has none, libtrain/moe.c then runs
+     * rows_gather and to_bf16; config.h ZT_W16_GATHER16) ----
+     * rows_gather_o16: out16[i, :] = to_bf16(w[i] * x[rows[i], :]) (rows
+     * NULL: row i; w NULL: 1), rounded to nearest even as to_bf16 rounds:
+     * bitwise rows_gather then to_bf16.  out16 [n, C] bf16 bits, x fp32
+     * (not overlapping out16). */
+    void (*rows_gather_o16)(uint16_t *out16, const float *x, const int *rows, const float *w, int n, int C);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

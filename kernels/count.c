@@ -55,7 +55,7 @@ enum {
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
     K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_ROWS_DOT16, K_ROWS_SCATTER16,
     K_GEMM_GROUPED_BWD, K_ROWS_DOT16H, K_MOE_INVERSE, K_ROWS_SUM16, K_GEMM_GROUPED_DW, K_GROUPED_DW_PTRS,
-    K_DW_ADD16, K_N
+    K_DW_ADD16, K_ROWS_GATHER_O16, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -184,6 +184,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_GEMM_GROUPED_DW] = {"cublasGemmGroupedBatchedEx bf16 dw", ZT_CC_GEMM_BF16},
     [K_GROUPED_DW_PTRS] = {"k_grouped_dw_ptrs", ZT_CC_SCATTER},
     [K_DW_ADD16] = {"k_dw_add16", ZT_CC_STREAM},
+    [K_ROWS_GATHER_O16] = {"k_rows_gather_o16", ZT_CC_STREAM},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -2340,6 +2341,16 @@ static void c_rows_gather(float *out, const float *x, const int *rows, const flo
     rec(K_ROWS_GATHER, w ? D(n) * C : 0,
         2 * D(n) * C * F + (rows ? D(n) * 4 : 0) + (w ? D(n) * F : 0));
 }
+/* k_rows_gather_o16, grid-stride over n C: reads rows n i and w n f (when
+ * given), the n gathered rows of x n C f, writes out16 n C h; FLOPs n C
+ * with w (the scaling), else 0 */
+static void c_rows_gather_o16(uint16_t *out16, const float *x, const int *rows, const float *w, int n, int C) {
+    call(ZT_CE_rows_gather_o16);
+    if (g_inner) g_inner->rows_gather_o16(out16, x, rows, w, n, C);
+    if (n <= 0 || C <= 0) return;
+    rec(K_ROWS_GATHER_O16, w ? D(n) * C : 0,
+        D(n) * C * (F + H) + (rows ? D(n) * 4 : 0) + (w ? D(n) * F : 0));
+}
 /* k_rows_gather16, grid-stride over n C: reads rows n i (when given) and
  * the n gathered rows of x n C h, writes out n C h; no FLOPs */
 static void c_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C) {
@@ -2649,6 +2660,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     }
     if (!inner || inner->matmul_grouped_bwd_o16) t->matmul_grouped_bwd_o16 = c_matmul_grouped_bwd_o16;
     if (!inner || inner->matmul_grouped_dw16) t->matmul_grouped_dw16 = c_matmul_grouped_dw16;
+    if (!inner || inner->rows_gather_o16) t->rows_gather_o16 = c_rows_gather_o16;
 }
 
 const zt_backend *zt_backend_count(void) {

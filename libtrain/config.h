@@ -424,7 +424,15 @@ typedef struct zt_model_config {
  *                   gradients without expert parallelism (ZT_W16_MOEGB).
  *                   NOT the same values (each routed row's input gradient
  *                   rounded to bf16 once, autocast's bf16 Linear;
- *                   tests/moe_ep.sh's bounds) */
+ *                   tests/moe_ep.sh's bounds)
+ *   ZT_W16_GATHER16 ZT_TEST_NO_GATHER16: with ZT_W16_MOED16's bf16 output
+ *                   gradients (or expert parallelism's bf16 exchanges),
+ *                   the MoE backward's output-gradient rows gathered
+ *                   straight into bf16 (rows_gather_o16: the routed rows
+ *                   of dy, weighted where the GEMMs read them so) instead
+ *                   of an fp32 [N K, C] gather then to_bf16.  The same
+ *                   values (bitwise: tests/test_count "MoE rows gathered
+ *                   in bf16", tests/moe_ep.sh) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -470,6 +478,7 @@ typedef struct zt_model_config {
 #define ZT_W16_EPX16      (UINT64_C(1) << 41)
 #define ZT_W16_EPDY16     (UINT64_C(1) << 42)
 #define ZT_W16_EPDX16     (UINT64_C(1) << 43)
+#define ZT_W16_GATHER16   (UINT64_C(1) << 44)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -747,6 +747,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
              * gradients sent back in bf16, ZT_W16_EPDX16) */
             if (base) la->moe.epdy16 = la->moe.d16 && ms.ex16 && zt_w16_on(mc, ZT_W16_EPDY16);
             if (base) la->moe.epdx16 = la->moe.d16 && ms.ex16 && zt_w16_on(mc, ZT_W16_EPDX16);
+            /* (the backward's rows gathered straight into bf16: ZT_W16_GATHER16) */
+            if (base) la->moe.gd16 = ms.b16 && zt_w16_on(mc, ZT_W16_GATHER16);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }
         }
         zt_carve_lora_keep(&cv, la->lora_h, mc, N, training);

@@ -560,13 +560,13 @@ static int grouped_dw_fits(int NK, int C, int OC, int IN) {
  * swiglu_bwd_dd16 reads) */
 static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_moe_w *w,
                        zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g, const float *dy, int N,
-                       const int *nl, int gb, int gwg) {
+                       const int *nl, int gb, int gwg, int gd) {
     const int C = s->C, I = s->I, NK = N * s->K, El = s->E;   /* (no expert parallelism) */
     size_t o = 0;
     /* (d16: the rows rounded once into dxp's bytes, free until gate|up's
-     * input gradients) */
+     * input gradients; gd: the caller gathered them there in bf16) */
     uint16_t *d16 = a->d16 ? (uint16_t *)(void *)g->dxr : NULL;
-    if (d16) be->to_bf16(d16, g->dyp, (size_t)NK * C);
+    if (d16 && !gd) be->to_bf16(d16, g->dyp, (size_t)NK * C);
     if (gb) {
         uint16_t *dh16 = (uint16_t *)(void *)g->dhp;
         be->matmul_grouped_bwd_o16(dh16, g->dgup, d16, w->down16, nl, El, I, C);
@@ -597,8 +597,12 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
     be->zero(g->dwts, (size_t)NK * sizeof(float));
     be->rows_scatter(g->dwts, g->dwsel, a->perm, NULL, NK, 1);
     if (!gw->down) return o;   /* (a frozen base, LoRA) */
-    be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
-    if (d16) be->to_bf16(d16, g->dyp, (size_t)NK * C);
+    if (gd) {
+        be->rows_gather_o16(d16, dy, a->rows, a->wsel, NK, C);
+    } else {
+        be->rows_gather(g->dyp, dy, a->rows, a->wsel, NK, C);
+        if (d16) be->to_bf16(d16, g->dyp, (size_t)NK * C);
+    }
     o = 0;
     if (gwg && d16 && grouped_dw_fits(NK, C, C, I)) {
         /* (gwg: one grouped call, each expert's product rounded to bf16 in
@@ -665,7 +669,16 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     }
     /* the experts: dyp_i = wsel_i dy[row_i], to the experts' ranks
      * (outputs16: the unweighted dy[row_i] first, moe_down_bwd16) */
-    be->rows_gather(g->dyp, dy, a->rows, o16 ? NULL : a->wsel, NK, C);
+    /* (gx, gd: gathered straight into bf16, rows_gather_o16, bitwise the
+     * fp32 gather rounded: gx the bf16 exchange's rows in dxp's bytes, gd
+     * the d16 rows the down GEMMs read in dxr's, zt_moe_acts gd16) */
+    const int gx = a->gd16 && be->rows_gather_o16 && P > 1 && a->ex16;
+    const int gd = a->gd16 && be->rows_gather_o16 && P <= 1 && a->gup16 && a->d16;
+    if (gx || gd)
+        be->rows_gather_o16((uint16_t *)(void *)(gx ? g->dxp : g->dxr), dy, a->rows, o16 ? NULL : a->wsel,
+                            NK, C);
+    else
+        be->rows_gather(g->dyp, dy, a->rows, o16 ? NULL : a->wsel, NK, C);
     /* (without expert parallelism the routed inputs are the blocks' shared
      * rows, zt_moe_carve_shared: gathered again, the forward's values) */
     if (x16) be->rows_gather16(a->xp16, x16, a->rows, NK, C);
@@ -675,7 +688,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     if (P > 1) {   /* by rank into dxr, then by expert into dyr */
         /* (ex16: in bf16, the down GEMMs' backward rounds them; dxp, dyr the bf16 rows) */
         /* (epdy: regrouped as they came, bf16 into dxr's bytes, d16 below) */
-        ZT_TRY(exchange_rows(h, be, g->dyp, (size_t)NK * C, rows16(a, g->dxp), h->sc, h->sd,
+        ZT_TRY(exchange_rows(h, be, gx ? NULL : g->dyp, gx ? 0 : (size_t)NK * C, rows16(a, g->dxp), h->sc, h->sd,
                              epdy ? NULL : g->dxr, rows16(a, g->dyr), R * C, h->rc, h->rd,
                              "expert output gradients", st));
         if (epdy)
@@ -691,11 +704,11 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     if (a->gup16) {
         /* (bf16: the down GEMMs' backward reading hp16, SwiGLU's over every
          * row at once reading gup16, then gate|up's) */
-        if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl, gb, gwg);   /* (o: the rows) */
+        if (o16) o = down_bwd16(s, be, w, gw, a, g, dy, N, nl, gb, gwg, gd);   /* (o: the rows) */
         /* (d16: the received rows rounded once into dxr's bytes, free
          * after the regroup into dyr, until gate|up's input gradients) */
         uint16_t *d16 = a->d16 && !o16 ? (uint16_t *)(void *)g->dxr : NULL;
-        if (d16 && R && !epdy) be->to_bf16(d16, g->dyr, R * (size_t)C);
+        if (d16 && R && !epdy && !gd) be->to_bf16(d16, g->dyr, R * (size_t)C);
         for (int l = 0; l < El && !o16; ++l) {
             const int c = nl[l];
             const size_t dn = (size_t)l * C * I;

@@ -163,6 +163,11 @@ typedef struct zt_moe_acts {
      * sent back in bf16, summed per token in fp32 (config.h
      * ZT_W16_EPDX16; set by the model) */
     int epdx16;
+    /* b16: the backward's output-gradient rows gathered straight into
+     * bf16 where only bf16 readers take them (rows_gather_o16: the d16
+     * rows, the bf16 exchange's rows; config.h ZT_W16_GATHER16; set by
+     * the model) */
+    int gd16;
     float *yr;                 /* [R, C] received rows by rank, then the outputs by expert */
     size_t rcap;               /* R */
     /* expert parallelism only (else NULL): the same for every block

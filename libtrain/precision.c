@@ -94,6 +94,7 @@ static const struct {
     {"ZT_TEST_NO_EPX16", ZT_W16_EPX16},
     {"ZT_TEST_NO_EPDY16", ZT_W16_EPDY16},
     {"ZT_TEST_NO_EPDX16", ZT_W16_EPDX16},
+    {"ZT_TEST_NO_GATHER16", ZT_W16_GATHER16},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -372,6 +372,11 @@ mutant rows-scatter-weight kernels/cuda/cuda_moe.cu \
 mutant rows-gather-row kernels/cuda/cuda_moe.cu \
     'out\[t\] = a \* x\[\(size_t\)\K\(rows \? rows\[i\] : \(int\)i\)(?= \* C \+ c\])' 'i'
 
+# rows_gather_o16 (the backward's rows gathered into bf16): the routing
+# weight ignored
+mutant rows-gather-o16-weight kernels/cuda/cuda_moe.cu \
+    'out16\[t\] = zt_cvt_f32_to_bf16\(\Ka \* (?=x\[)' ''
+
 # rows_dot (the routing weights' gradient): the first column skipped
 mutant rows-dot-start kernels/cuda/cuda_moe.cu \
     'for \(int c = \K0(?=; c < C; \+\+c\) s \+= p\[c\] \* q\[c\];)' '1'

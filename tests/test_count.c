@@ -122,6 +122,12 @@ static void moe_formulas(void) {
     K->rows_gather16((uint16_t *)(void *)y, (const uint16_t *)(const void *)x, NULL, 12, 5);
     check_kernel("rows_gather16", "k_rows_gather16", 1, 0, 2 * NK * C * 2);
     zt_count_reset();
+    K->rows_gather_o16((uint16_t *)(void *)y, x, rows, w, 12, 5);
+    check_kernel("rows_gather_o16, rows and w", "k_rows_gather_o16", 1, NK * C, NK * C * (f + 2) + NK * i4 + NK * f);
+    zt_count_reset();
+    K->rows_gather_o16((uint16_t *)(void *)y, x, NULL, NULL, 12, 5);
+    check_kernel("rows_gather_o16", "k_rows_gather_o16", 1, 0, NK * C * (f + 2));
+    zt_count_reset();
     K->rows_scatter(y, x, rows, w, 12, 5);
     check_kernel("rows_scatter, rows and w", "k_rows_scatter", 1, 2 * NK * C,
                  3 * NK * C * f + NK * i4 + NK * f);
@@ -3033,9 +3039,10 @@ static void branch16(void) {
  * not bitwise), and per step and MoE block (P forwards: 2 checkpointed,
  * every block recomputed) the entries moe.c calls: moe_route_fwd and
  * moe_permute (k_moe_count, k_moe_offsets, k_moe_fill) P, rows_gather P
- * (the weights) + 2 (dy's rows unweighted for the down GEMMs' input
- * gradients, dy's rows weighted for the down weights' gradients: moe.c
- * down_bwd16, the bf16 experts' outputs not kept), rows_gather16 P + 1
+ * (the weights), rows_gather_o16 2 (dy's rows unweighted for the down
+ * GEMMs' input gradients, dy's rows weighted for the down weights'
+ * gradients, gathered straight into bf16: moe.c down_bwd16, the bf16
+ * experts' outputs not kept; config.h ZT_W16_GATHER16), rows_gather16 P + 1
  * (x's bf16 routed rows, gathered again by the backward; config.h
  * ZT_W16_MX16: with ZT_TEST_NO_MX16 they are rows_gather's, the losses
  * bitwise the same), rows_dot16 1 (d wsel_i = g_i . hp_i and the rows'
@@ -3174,17 +3181,44 @@ static void moe_counted(void) {
             tap_ok(rd_rc == ZT_OK && !memcmp(ra, rd, sizeof ra) &&
                        td.calls[ZT_CE_swiglu_bwd16] == t.calls[ZT_CE_swiglu_bwd16] + nn &&
                        t.calls[ZT_CE_swiglu_bwd_d16] == td.calls[ZT_CE_swiglu_bwd_d16] + nn &&
-                       t.calls[ZT_CE_to_bf16] == td.calls[ZT_CE_to_bf16] + 2 * nn &&
+                       t.calls[ZT_CE_to_bf16] == td.calls[ZT_CE_to_bf16] &&
+                       t.calls[ZT_CE_rows_gather_o16] == 2 * nn && td.calls[ZT_CE_rows_gather_o16] == 0 &&
+                       td.calls[ZT_CE_rows_gather] == t.calls[ZT_CE_rows_gather] + 2 * nn &&
                        t.launches < td.launches && ma.acts_peak == md.acts_peak,
                    "%s: the experts' output gradients rounded once a layer: losses and gradient norms "
-                   "bitwise ZT_TEST_NO_MOED16's, swiglu_bwd16 %ld (%ld), swiglu_bwd_d16 %ld (%ld), to_bf16 "
-                   "%ld (%ld), launches %ld (%ld)",
+                   "bitwise ZT_TEST_NO_MOED16's, swiglu_bwd16 %ld (%ld), swiglu_bwd_d16 %ld (%ld), "
+                   "rows_gather_o16 %ld (%ld: rows_gather %ld, %ld), to_bf16 %ld (%ld), launches %ld (%ld)",
                    what, t.calls[ZT_CE_swiglu_bwd16], td.calls[ZT_CE_swiglu_bwd16],
-                   t.calls[ZT_CE_swiglu_bwd_d16], td.calls[ZT_CE_swiglu_bwd_d16], t.calls[ZT_CE_to_bf16],
+                   t.calls[ZT_CE_swiglu_bwd_d16], td.calls[ZT_CE_swiglu_bwd_d16],
+                   t.calls[ZT_CE_rows_gather_o16], td.calls[ZT_CE_rows_gather_o16], t.calls[ZT_CE_rows_gather],
+                   td.calls[ZT_CE_rows_gather], t.calls[ZT_CE_to_bf16],
                    td.calls[ZT_CE_to_bf16], t.launches, td.launches);
+            /* the output gradients' rows gathered straight into bf16
+             * (config.h ZT_W16_GATHER16): bitwise ZT_TEST_NO_GATHER16's
+             * fp32 gathers then to_bf16, 2 a block's backward (dy's rows
+             * unweighted and weighted: down_bwd16), N K C (4 + 4 + 2)
+             * bytes fewer moved each */
+            double rq[4][2];
+            w16_mem mq;
+            setenv("ZT_TEST_NO_GATHER16", "1", 1);
+            int rq_rc = w16_run(&s, cases[i].stage, cases[i].extra, 0, rq, &w, &r, &mq, &st);
+            unsetenv("ZT_TEST_NO_GATHER16");
+            const zt_count_totals tq = g_w16_tot;
+            const double NKC = 2.0 * s.B * s.T * s.C;   /* (2 experts a token) */
+            tap_ok(rq_rc == ZT_OK && !memcmp(ra, rq, sizeof ra) && tq.calls[ZT_CE_rows_gather_o16] == 0 &&
+                       tq.calls[ZT_CE_rows_gather] == t.calls[ZT_CE_rows_gather] + 2 * nn &&
+                       tq.calls[ZT_CE_to_bf16] == t.calls[ZT_CE_to_bf16] + 2 * nn &&
+                       tq.launches == t.launches + 2 * nn && tq.bytes - t.bytes == 2 * nn * NKC * 8 &&
+                       ma.acts_peak == mq.acts_peak,
+                   "%s: the MoE rows gathered in bf16: losses and gradient norms bitwise "
+                   "ZT_TEST_NO_GATHER16's, rows_gather_o16 %ld, rows_gather %ld (%ld), to_bf16 %ld (%ld), "
+                   "%.0f bytes fewer (2 a block's backward x N K C x 8)",
+                   what, t.calls[ZT_CE_rows_gather_o16], t.calls[ZT_CE_rows_gather], tq.calls[ZT_CE_rows_gather],
+                   t.calls[ZT_CE_to_bf16], tq.calls[ZT_CE_to_bf16], tq.bytes - t.bytes);
             if (i == 0) {
                 /* (and on the kept outputs' path, ZT_TEST_MOE_KEEP_YP=1:
-                 * the down GEMMs' rows rounded once, one to_bf16 a block) */
+                 * the down GEMMs' rows rounded once, gathered so:
+                 * one rows_gather_o16 a block for a rows_gather) */
                 double rk1[4][2], rk2[4][2];
                 w16_mem mk1, mk2;
                 setenv("ZT_TEST_MOE_KEEP_YP", "1", 1);
@@ -3196,7 +3230,9 @@ static void moe_counted(void) {
                 unsetenv("ZT_TEST_MOE_KEEP_YP");
                 const zt_count_totals tk2 = g_w16_tot;
                 tap_ok(rk_rc == ZT_OK && !memcmp(rk1, rk2, sizeof rk1) &&
-                           tk1.calls[ZT_CE_to_bf16] == tk2.calls[ZT_CE_to_bf16] + nn &&
+                           tk1.calls[ZT_CE_to_bf16] == tk2.calls[ZT_CE_to_bf16] &&
+                           tk1.calls[ZT_CE_rows_gather_o16] == nn &&
+                           tk2.calls[ZT_CE_rows_gather] == tk1.calls[ZT_CE_rows_gather] + nn &&
                            tk1.calls[ZT_CE_swiglu_bwd_d16] == tk2.calls[ZT_CE_swiglu_bwd_d16] + nn &&
                            tk1.launches < tk2.launches,
                        "%s, ZT_TEST_MOE_KEEP_YP=1: the experts' output gradients rounded once a layer, "
@@ -3217,16 +3253,17 @@ static void moe_counted(void) {
                "moe_regroup (4 steps x %d blocks x %ld forwards)",
                what, t.calls[ZT_CE_moe_route_fwd], t.calls[ZT_CE_moe_permute], perm,
                t.calls[ZT_CE_moe_route_bwd], t.calls[ZT_CE_moe_regroup], s.L, P);
-        tap_ok(t.calls[ZT_CE_rows_gather] == n * (P + 2 + sh1) &&
+        tap_ok(t.calls[ZT_CE_rows_gather] == n * (P + sh1) && t.calls[ZT_CE_rows_gather_o16] == 2 * n &&
                    t.calls[ZT_CE_rows_scatter] == n * (2 + sh1 * P) && t.calls[ZT_CE_rows_dot] == n * sh1 &&
                    t.calls[ZT_CE_rows_sum16] == n * P && t.calls[ZT_CE_rows_scatter16] == 0 &&
                    t.calls[ZT_CE_rows_dot16] == n &&
-                   g_w16_moek.gather == n * (P + 2 + sh1),
-               "%s: %ld rows_gather (the weights' a forward; the backward's 2: dy's rows unweighted and "
-               "weighted; the routed rows in rows_gather16), %ld rows_scatter, %ld rows_sum16 (the "
-               "forward's output), %ld rows_dot, %ld rows_dot16 (the routing weights' gradient and the "
-               "rows' scale)",
-               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_scatter], t.calls[ZT_CE_rows_sum16],
+                   g_w16_moek.gather == n * (P + sh1),
+               "%s: %ld rows_gather (the weights' a forward; the routed rows in rows_gather16), %ld "
+               "rows_gather_o16 (the backward's 2: dy's rows unweighted and weighted), %ld rows_scatter, "
+               "%ld rows_sum16 (the forward's output), %ld rows_dot, %ld rows_dot16 (the routing weights' "
+               "gradient and the rows' scale)",
+               what, t.calls[ZT_CE_rows_gather], t.calls[ZT_CE_rows_gather_o16], t.calls[ZT_CE_rows_scatter],
+               t.calls[ZT_CE_rows_sum16],
                t.calls[ZT_CE_rows_dot], t.calls[ZT_CE_rows_dot16]);
         /* (the shared expert's SwiGLU in bf16 too: its slot holds sparse
          * blocks alone, no LoRA; llama.c moe_fwd) */

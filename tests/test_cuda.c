@@ -2819,6 +2819,35 @@ static void test_moe(int N, int E, int K, int C) {
     } else {
         tap_skip("rows_gather16", "the table has no bf16 row gather");
     }
+    /* the row gather writing bf16 (rows and w, each or neither; the
+     * values of x include ties at the rounding's halfway point): bitwise
+     * the CPU's, and the CPU's bitwise to_bf16 of its rows_gather */
+    if (gpu->rows_gather_o16 && cpu->rows_gather_o16) {
+        float *xt = xmalloc((size_t)N * C * 4);
+        for (size_t i = 0; i < (size_t)N * C; ++i)   /* every third an exact bf16 halfway value */
+            xt[i] = i % 3 ? x[i] : zt_cvt_bf16_to_f32((uint16_t)(0x3f80u + i % 0x7fu)) * (1.0f + 1.0f / 256.0f);
+        float *xt_d = devf(xt, (size_t)N * C);
+        const size_t nc = (size_t)(n > N ? n : N) * C;
+        uint16_t *g16 = xmalloc(nc * 2), *h16 = xmalloc(nc * 2), *r16 = xmalloc(nc * 2);
+        uint16_t *g16_d = gpu->alloc(nc * 2);
+        for (int v = 0; v < 4; ++v) {
+            const int *r = v & 1 ? NULL : rows, *r_d = v & 1 ? NULL : rows_d;
+            const float *ww = v & 2 ? NULL : w, *ww_d = v & 2 ? NULL : w_d;
+            const int m = v & 1 ? N : n;
+            cpu->rows_gather_o16(g16, xt, r, ww, m, C);
+            gpu->rows_gather_o16(g16_d, xt_d, r_d, ww_d, m, C);
+            gpu->to_host(h16, g16_d, (size_t)m * C * 2);
+            cpu->rows_gather(out, xt, r, ww, m, C);
+            cpu->to_bf16(r16, out, (size_t)m * C);
+            tap_ok(!memcmp(g16, h16, (size_t)m * C * 2) && !memcmp(g16, r16, (size_t)m * C * 2),
+                   "rows_gather_o16 (%s, %s) %s: bitwise the CPU's, which is to_bf16 of its rows_gather",
+                   r ? "rows" : "rows NULL", ww ? "w" : "w NULL", tag);
+        }
+        free(xt); free(g16); free(h16); free(r16);
+        gpu->free(xt_d); gpu->free(g16_d);
+    } else {
+        tap_skip("rows_gather_o16", "the table has no row gather writing bf16");
+    }
     /* rows_dot16 (a [n, C] fp32, b16 bf16; the dot, then with w the row
      * scale in place: moe.c down_bwd16) and rows_scatter16 (the forward's
      * weighted sum of bf16 rows): on the CPU bitwise from_bf16 + rows_dot

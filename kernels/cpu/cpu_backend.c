@@ -1241,6 +1241,7 @@ static const zt_backend cpu_backend = {
     .dw_fresh = cpu_dw_fresh,
     .rows_sum16 = zt_cpu_rows_sum16,
     .matmul_grouped_dw16 = cpu_matmul_grouped_dw16,
+    .rows_gather_o16 = zt_cpu_rows_gather_o16,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

@@ -67,6 +67,17 @@ void zt_cpu_rows_gather(float *out, const float *x, const int *rows, const float
     }
 }
 
+/* rows_gather_o16 (backend.h): rows_gather's product rounded as it is stored */
+void zt_cpu_rows_gather_o16(uint16_t *out16, const float *x, const int *rows, const float *w, int n, int C) {
+#pragma omp parallel for schedule(static) if ((size_t)n * C >= ZT_PAR_MIN)
+    for (int i = 0; i < n; ++i) {
+        const float *s = x + (size_t)(rows ? rows[i] : i) * C;
+        uint16_t *o = out16 + (size_t)i * C;
+        const float a = w ? w[i] : 1.0f;
+        for (int c = 0; c < C; ++c) o[c] = zt_f32_to_bf16(a * s[c]);
+    }
+}
+
 void zt_cpu_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C) {
 #pragma omp parallel for schedule(static) if ((size_t)n * C >= ZT_PAR_MIN)
     for (int i = 0; i < n; ++i)

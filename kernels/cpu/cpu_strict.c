@@ -1043,6 +1043,15 @@ static void s_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, i
     if (ok) cpu()->rows_gather16(out, x, rows, n, C);
     leave();
 }
+static void s_rows_gather_o16(uint16_t *out16, const float *x, const int *rows, const float *w, int n, int C) {
+    int ok = 1;
+    enter();
+    NEED_DEV("rows_gather_o16", "out16", out16, (size_t)n * C * 2);
+    NEED_DEV("rows_gather_o16", "rows", rows, (size_t)n * sizeof(int));
+    NEED_DEV("rows_gather_o16", "w", w, (size_t)n * F);
+    if (ok) cpu()->rows_gather_o16(out16, x, rows, w, n, C);
+    leave();
+}
 static void s_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
     int ok = 1;
     enter();
@@ -1922,6 +1931,7 @@ static const zt_backend strict_backend = {
     .dw_fresh = s_dw_fresh,
     .rows_sum16 = s_rows_sum16,
     .matmul_grouped_dw16 = s_matmul_grouped_dw16,
+    .rows_gather_o16 = s_rows_gather_o16,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

@@ -959,6 +959,7 @@ static void fill_table(zt_backend *t) {
     t->dw_fresh = zt_cuda_dw_fresh;
     t->rows_sum16 = zt_cuda_rows_sum16;
     t->matmul_grouped_dw16 = zt_cuda_matmul_grouped_dw16;
+    t->rows_gather_o16 = zt_cuda_rows_gather_o16;
     t->set_dw_fresh = zt_cuda_set_dw_fresh;
     t->qknorm_rope_bwd16 = zt_cuda_qknorm_rope_bwd16;
 }

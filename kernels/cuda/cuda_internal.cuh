@@ -210,6 +210,7 @@ void zt_cuda_moe_route_bwd(float *dlogits, const float *dwts, const float *dprob
                            const float *probs, const int *idx, int N, int E, int K, int norm);
 void zt_cuda_rows_gather(float *out, const float *x, const int *rows, const float *w, int n, int C);
 void zt_cuda_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, int n, int C);
+void zt_cuda_rows_gather_o16(uint16_t *out16, const float *x, const int *rows, const float *w, int n, int C);
 void zt_cuda_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C);
 void zt_cuda_rows_dot(float *out, const float *a, const int *rows, const float *b, int n, int C);
 void zt_cuda_rows_dot16(float *out, float *a, const uint16_t *b16, const float *w, int n, int C);

@@ -12,6 +12,8 @@
  *     rows_sum16 the per-token sum in rows_scatter16's order, a thread an
  *     element of y over the inverse permutation; rows_scatter16 rows_scatter's
  *     over bf16 x);
+ *   - rows_gather (grid-stride, elementwise; rows_gather16 the bf16 bits
+ *     copied, rows_gather_o16 the fp32 product rounded as it is stored);
  *   - moe_permute (the routing's groups on the device): a block an expert
  *     counts its slots (k_moe_count), one thread turns the counts into
  *     offsets (k_moe_offsets), a block an expert writes its rows in slot
@@ -112,6 +114,17 @@ __global__ void k_rows_gather16(uint16_t *out, const uint16_t *x, const int *row
          t += (size_t)gridDim.x * blockDim.x) {
         const size_t i = t / (size_t)C, c = t - i * (size_t)C;
         out[t] = x[(size_t)(rows ? rows[i] : (int)i) * C + c];
+    }
+}
+
+/* rows_gather_o16: k_rows_gather's product rounded as it is stored */
+__global__ void k_rows_gather_o16(uint16_t *out16, const float *x, const int *rows, const float *w, int C,
+                                  size_t total) {
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < total;
+         t += (size_t)gridDim.x * blockDim.x) {
+        const size_t i = t / (size_t)C, c = t - i * (size_t)C;
+        const float a = w ? w[i] : 1.0f;
+        out16[t] = zt_cvt_f32_to_bf16(a * x[(size_t)(rows ? rows[i] : (int)i) * C + c]);
     }
 }
 
@@ -223,6 +236,13 @@ void zt_cuda_rows_gather16(uint16_t *out, const uint16_t *x, const int *rows, in
     const size_t total = (size_t)n * C;
     k_rows_gather16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, x, rows, C, total);
     ZT_LAUNCHED("k_rows_gather16");
+}
+
+void zt_cuda_rows_gather_o16(uint16_t *out16, const float *x, const int *rows, const float *w, int n, int C) {
+    if (n <= 0 || C <= 0) return;
+    const size_t total = (size_t)n * C;
+    k_rows_gather_o16<<<zt_ew_blocks(total), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, x, rows, w, C, total);
+    ZT_LAUNCHED("k_rows_gather_o16");
 }
 
 void zt_cuda_rows_scatter(float *y, const float *x, const int *rows, const float *w, int n, int C) {
