@@ -372,10 +372,10 @@ mutant rows-scatter-weight kernels/cuda/cuda_moe.cu \
 mutant rows-gather-row kernels/cuda/cuda_moe.cu \
     'out\[t\] = a \* x\[\(size_t\)\K\(rows \? rows\[i\] : \(int\)i\)(?= \* C \+ c\])' 'i'
 
-# rows_gather_o16 (the backward's rows gathered into bf16): the routing
-# weight ignored
+# rows_gather_o16 (the backward's rows gathered into bf16): a positive
+# routing weight ignored
 mutant rows-gather-o16-weight kernels/cuda/cuda_moe.cu \
-    'out16\[t\] = zt_cvt_f32_to_bf16\(\Ka \* (?=x\[)' ''
+    'out16\[t\] = zt_cvt_f32_to_bf16\(\Ka(?= \* x\[)' '(a > 0.0f ? 1.0f : a)'
 
 # rows_dot (the routing weights' gradient): the first column skipped
 mutant rows-dot-start kernels/cuda/cuda_moe.cu \
