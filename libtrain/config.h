@@ -432,7 +432,18 @@ typedef struct zt_model_config {
  *                   of dy, weighted where the GEMMs read them so) instead
  *                   of an fp32 [N K, C] gather then to_bf16.  The same
  *                   values (bitwise: tests/test_count "MoE rows gathered
- *                   in bf16", tests/moe_ep.sh) */
+ *                   in bf16", tests/moe_ep.sh)
+ *   ZT_W16_EPGB     ZT_TEST_NO_EPGB: with ZT_W16_EPDX16 (expert
+ *                   parallelism), the experts' backward GEMMs in grouped
+ *                   calls as without expert parallelism (ZT_W16_MOEGB,
+ *                   ZT_W16_MOEGW): one for the down projection's input
+ *                   gradients, written in bf16 and read so by SwiGLU's
+ *                   backward, one for gate|up's, and one a projection for
+ *                   the weight gradients (each expert's product rounded to
+ *                   bf16, then added) where ZT_W16_MOEGW, instead of two
+ *                   GEMMs an expert a projection.  NOT the same values (the
+ *                   down projection's input gradient rounded to bf16, the
+ *                   weight gradients' products; tests/moe_ep.sh's bounds) */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -479,6 +490,7 @@ typedef struct zt_model_config {
 #define ZT_W16_EPDY16     (UINT64_C(1) << 42)
 #define ZT_W16_EPDX16     (UINT64_C(1) << 43)
 #define ZT_W16_GATHER16   (UINT64_C(1) << 44)
+#define ZT_W16_EPGB       (UINT64_C(1) << 45)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

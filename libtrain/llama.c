@@ -375,6 +375,8 @@ int zt_llama_new(const zt_model_config *mc, const zt_backend *be, zt_llama **out
     zt_w16_keep_if(&m->cfg, ZT_W16_MOED16, be->matmul_bwd_d16 && be->swiglu_bwd_d16);
     zt_w16_keep_if(&m->cfg, ZT_W16_MOEGB, zt_w16_on(&m->cfg, ZT_W16_MOED16) && be->matmul_grouped_bwd_o16 &&
                    be->rows_dot16h && be->swiglu_bwd_dd16 && be->rows_scatter16);
+    zt_w16_keep_if(&m->cfg, ZT_W16_EPGB, zt_w16_on(&m->cfg, ZT_W16_MOED16) && be->matmul_grouped_bwd_o16 &&
+                   be->swiglu_bwd_dd16);
     zt_w16_keep_if(&m->cfg, ZT_W16_MOEGW, zt_w16_on(&m->cfg, ZT_W16_MOEGB) && zt_w16_on(&m->cfg, ZT_W16_MX16) &&
                    be->matmul_grouped_dw16);
     zt_w16_keep_if(&m->cfg, ZT_W16_N16, zt_n16_ok(be));
@@ -747,6 +749,8 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
              * gradients sent back in bf16, ZT_W16_EPDX16) */
             if (base) la->moe.epdy16 = la->moe.d16 && ms.ex16 && zt_w16_on(mc, ZT_W16_EPDY16);
             if (base) la->moe.epdx16 = la->moe.d16 && ms.ex16 && zt_w16_on(mc, ZT_W16_EPDX16);
+            /* (and the experts' backward GEMMs grouped: ZT_W16_EPGB) */
+            if (base) la->moe.epgb16 = la->moe.epdx16 && zt_w16_on(mc, ZT_W16_EPGB);
             /* (the backward's rows gathered straight into bf16: ZT_W16_GATHER16) */
             if (base) la->moe.gd16 = ms.b16 && zt_w16_on(mc, ZT_W16_GATHER16);
             if (sh.H) { TAKE(la->so, N * C); TAKES(la->sgl, N); TAKES(la->sg, N); }

@@ -633,6 +633,66 @@ static size_t down_bwd16(const zt_moe_shape *s, const zt_backend *be, const zt_m
     return o;
 }
 
+/* Expert parallelism's experts in grouped bf16 GEMMs (zt_moe_acts epgb16,
+ * with epdx's bf16 input gradients).  The received rows d16 (by expert, in
+ * dxr's bytes) are weighted already (wsel_i dy[row_i]: the routing
+ * weights' gradient was taken at the tokens' ranks from the kept outputs),
+ * so the down projection's input gradients need no rows_dot: dh = W_e^T d
+ * in bf16 into dhp's bytes by one grouped call (tmp dgup, free until
+ * SwiGLU's backward), which swiglu_bwd_dd16 reads (gate|up's gradient in
+ * bf16 in place of gup16, as without expert parallelism); gate|up's input
+ * gradients in bf16 by expert into dyr's bytes by one grouped call (tmp
+ * dxr, free once the down GEMMs read d16), where epdx's per-expert GEMMs
+ * wrote them.  The weight gradients: one grouped call a projection where
+ * gw16 (the routed rows in bf16 for gate|up) and grouped_dw_fits, each
+ * expert's product rounded to bf16 in dyp's bytes (free: the rows sent
+ * left it, or were gathered into dxp's), then added; else a GEMM an
+ * expert.  Returns the rows the local experts ran. */
+static size_t ep_bwd_grouped(const zt_moe_shape *s, const zt_backend *be, const zt_moe_w *w, zt_moe_w *gw,
+                             const zt_moe_acts *a, zt_moe_grad *g, const int *nl, const uint16_t *d16,
+                             const uint16_t *r16, int NK) {
+    const int C = s->C, I = s->I, El = s->E / s->P;
+    size_t o = 0;
+    for (int l = 0; l < El; ++l) o += (size_t)nl[l];
+    uint16_t *dh16 = (uint16_t *)(void *)g->dhp, *dgu16 = a->gup16;
+    uint16_t *tmp16 = (uint16_t *)(void *)g->dyp;
+    const size_t tmp_n = (size_t)NK * C * 2;
+    if (o) be->matmul_grouped_bwd_o16(dh16, g->dgup, d16, w->down16, nl, El, I, C);
+    if (gw->down) {   /* (a frozen base, LoRA: no weight gradients) */
+        const int grp = a->gw16 && be->matmul_grouped_dw16 && grouped_dw_fits(NK, C, C, I);
+        size_t q = 0;
+        for (int l = 0; l < El; ++l) {
+            const int c = nl[l];
+            const size_t dn = (size_t)l * C * I;
+            if (c == 0) empty_expert(be, gw->down, dn, (size_t)C * I);
+            else if (!grp)
+                be->matmul_bwd_d16(NULL, gw->down + dn, NULL, NULL, d16 + q * C, NULL, a->hp16 + q * I,
+                                   W(down, dn), W16(down16, dn), c, I, C);
+            q += (size_t)c;
+        }
+        if (grp && o) be->matmul_grouped_dw16(gw->down, tmp16, tmp_n, d16, a->hp16, nl, El, I, C);
+    }
+    if (o) {
+        be->swiglu_bwd_dd16(NULL, dgu16, dh16, a->gup16, (int)o, I);
+        be->matmul_grouped_bwd_o16((uint16_t *)(void *)g->dyr, g->dxr, dgu16, w->gate_up16, nl, El, C, 2 * I);
+    }
+    if (gw->gate_up) {
+        const int grp = a->gw16 && r16 && be->matmul_grouped_dw16 && grouped_dw_fits(NK, C, 2 * I, C);
+        size_t q = 0;
+        for (int l = 0; l < El; ++l) {
+            const int c = nl[l];
+            const size_t gu = (size_t)l * 2 * I * C;
+            if (c == 0) empty_expert(be, gw->gate_up, gu, (size_t)2 * I * C);
+            else if (!grp)
+                be->matmul_bwd_d16(NULL, gw->gate_up + gu, NULL, NULL, dgu16 + q * 2 * I, r16 ? NULL : a->xr + q * C,
+                                   r16 ? r16 + q * C : NULL, W(gate_up, gu), W16(gate_up16, gu), c, C, 2 * I);
+            q += (size_t)c;
+        }
+        if (grp && o) be->matmul_grouped_dw16(gw->gate_up, tmp16, tmp_n, dgu16, r16, nl, El, C, 2 * I);
+    }
+    return o;
+}
+
 int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                     const zt_moe_w *w, zt_moe_w *gw, const zt_moe_acts *a, zt_moe_grad *g,
                     const float *x, const float *dy, const float *dprobs, int N, zt_status *st) {
@@ -660,6 +720,9 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
     const int d16x = P > 1 && a->ex16 && a->gup16 && a->d16 && !o16 && be->rows_gather16;
     const int epdy = d16x && a->epdy16;
     const int epdx = d16x && a->epdx16 && be->matmul_bwd_o16 && be->rows_scatter16;
+    /* (epg: and the experts' GEMMs grouped, zt_moe_acts epgb16, ep_bwd_grouped) */
+    const int epg = epdx && a->epgb16 && w->gate_up16 && w->down16 && be->matmul_grouped_bwd_o16 &&
+                    be->swiglu_bwd_dd16;
     if (!o16) {
         /* the routing weights: d wsel_i = dy[row_i] . yp_i, back to [N, K] order
          * (yp16 widened into dyp, which the next gather overwrites) */
@@ -709,7 +772,8 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
          * after the regroup into dyr, until gate|up's input gradients) */
         uint16_t *d16 = a->d16 && !o16 ? (uint16_t *)(void *)g->dxr : NULL;
         if (d16 && R && !epdy && !gd) be->to_bf16(d16, g->dyr, R * (size_t)C);
-        for (int l = 0; l < El && !o16; ++l) {
+        if (epg) o = ep_bwd_grouped(s, be, w, gw, a, g, nl, d16, r16, NK);
+        for (int l = 0; l < El && !o16 && !epg; ++l) {
             const int c = nl[l];
             const size_t dn = (size_t)l * C * I;
             if (c == 0) {
@@ -729,7 +793,9 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
         /* (d16: gate|up's gradient in bf16 alone, written in place of
          * gup16, its last reader, as the dense MLP's; the GEMMs read it) */
         uint16_t *dgu16 = a->d16 ? a->gup16 : NULL;
-        if (o && gb) be->swiglu_bwd_dd16(NULL, dgu16, (const uint16_t *)(const void *)g->dhp, a->gup16, (int)o, I);
+        if (epg) {
+            /* (ep_bwd_grouped above) */
+        } else if (o && gb) be->swiglu_bwd_dd16(NULL, dgu16, (const uint16_t *)(const void *)g->dhp, a->gup16, (int)o, I);
         else if (o && dgu16) be->swiglu_bwd_d16(NULL, dgu16, g->dhp, a->gup16, (int)o, I);
         else if (o) be->swiglu_bwd16(g->dgup, g->dhp, a->gup16, (int)o, I);
         /* (gb: the input gradients in bf16 into dxr's bytes, tmp dyp;
@@ -748,7 +814,7 @@ int zt_moe_backward(const zt_moe_shape *s, const zt_backend *be, zt_moe_host *h,
                                         a->xp16, nl, El, C, 2 * I);
         }
         o = 0;
-        for (int l = 0; l < El && !gwu; ++l) {
+        for (int l = 0; l < El && !gwu && !epg; ++l) {
             const int c = nl[l];
             const size_t gu = (size_t)l * 2 * I * C;
             if (c == 0) {

@@ -163,6 +163,12 @@ typedef struct zt_moe_acts {
      * sent back in bf16, summed per token in fp32 (config.h
      * ZT_W16_EPDX16; set by the model) */
     int epdx16;
+    /* epdx16: the experts' backward GEMMs in grouped calls (config.h
+     * ZT_W16_EPGB; set by the model; moe.c ep_bwd_grouped): the input
+     * gradients by one grouped call a projection, the down projection's
+     * written in bf16 for SwiGLU's backward; the weight gradients too
+     * where gw16 (and grouped_dw_fits) */
+    int epgb16;
     /* b16: the backward's output-gradient rows gathered straight into
      * bf16 where only bf16 readers take them (rows_gather_o16: the d16
      * rows, the bf16 exchange's rows; config.h ZT_W16_GATHER16; set by

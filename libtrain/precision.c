@@ -95,6 +95,7 @@ static const struct {
     {"ZT_TEST_NO_EPDY16", ZT_W16_EPDY16},
     {"ZT_TEST_NO_EPDX16", ZT_W16_EPDX16},
     {"ZT_TEST_NO_GATHER16", ZT_W16_GATHER16},
+    {"ZT_TEST_NO_EPGB", ZT_W16_EPGB},
 };
 
 void zt_out16_of(zt_model_config *mc) {

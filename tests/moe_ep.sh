@@ -19,7 +19,9 @@
 #    gradients returned in fp32, ZT_TEST_NO_EPDX16=1), and 1 rank without
 #    them against with them (1e-2, not bitwise); the received output
 #    gradients regrouped in bf16 bitwise widened (ZT_TEST_NO_EPDY16=1), the
-#    input gradients returned in bf16 (the default) within 1e-2, not bitwise;
+#    input gradients returned in bf16 (the default) within 1e-2, not bitwise; the
+#    experts' backward GEMMs grouped (the default) within 1e-2 of a GEMM an
+#    expert (ZT_TEST_NO_EPGB=1), not bitwise, the same peak;
 #  - a forced imbalance (ZT_TEST_MOE_ROUTE_ALL=0: every token on experts 0 and
 #    1, both on rank 0, whose buffer then fills to its worst case) == 1 rank
 #    with the same routing, and rank 0's all-to-all bytes per step equal the
@@ -178,13 +180,17 @@ ok $? "bf16 activations, EP 2: the received output gradients regrouped in bf16 =
 # = 2 samples of 32 tokens, 2 experts a token, C 64, R = 2 N min(K, E/2) = 256 worst-case rows: 32768
 # and 2 x 98304 + 65536 bytes less at the peak of a stage-3 rank), each peak the planner's;
 # cpu-strict's device peak the measured one
-ZT_TEST_NO_EPX16=1 run ebmx 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --matmul-precision bf16 \
+# (the experts' backward GEMMs a GEMM an expert, ZT_TEST_NO_EPGB=1, in all three: the grouped weight
+# gradients need the rows in bf16)
+ZT_TEST_NO_EPGB=1 run ebmg 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --matmul-precision bf16 \
         --memory-report end &&
-    ZT_TEST_NO_EPX16=1 ZT_TEST_NO_EPYP16=1 run ebmy 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true \
+    ZT_TEST_NO_EPGB=1 ZT_TEST_NO_EPX16=1 run ebmx 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true \
         --matmul-precision bf16 --memory-report end &&
+    ZT_TEST_NO_EPGB=1 ZT_TEST_NO_EPX16=1 ZT_TEST_NO_EPYP16=1 run ebmy 2 --ep 2 --stage 3 --micro-batch 2 \
+        --bf16.enabled true --matmul-precision bf16 --memory-report end &&
     run ebms 2 --ep 2 --stage 3 --micro-batch 2 --bf16.enabled true --matmul-precision bf16 --memory-report end \
         --backend cpu-strict &&
-    compare ebm ebmx 0 && compare ebm ebmy 0 && compare ebm ebms 0 &&
+    compare ebmg ebmx 0 && compare ebmg ebmy 0 && compare ebm ebms 0 &&
     python3 - o_ebm.txt o_ebmx.txt o_ebmy.txt o_ebms.txt <<'PY'
 import re, sys
 def peak(f, dev=""):
@@ -198,6 +204,14 @@ sys.exit(0 if None not in (a, ax, ay, d) and a == p and ax == px and ay == py an
          and ax - a == 2 * 98304 + 65536 else 1)
 PY
 ok $? "bf16 activations, EP 2: the received rows and the outputs kept in bf16 == fp32 (ZT_TEST_NO_EPX16=1, ZT_TEST_NO_EPYP16=1) bitwise, 262144 + 32768 bytes less at the peak, planned exactly (cpu, cpu-strict)"
+# the default: the experts' backward GEMMs grouped (ZT_W16_EPGB): one call for the down projection's
+# input gradients, written in bf16 (SwiGLU's backward reads them so), one for gate|up's, one a
+# projection for the weight gradients (each expert's product rounded to bf16, then added), as without
+# expert parallelism; so not bitwise ZT_TEST_NO_EPGB=1's GEMM an expert (the same peak: no buffer of
+# their own), within 1e-2 of 1 rank keeping its outputs; cpu-strict bitwise cpu (above)
+compare bm ebm 1e-2 && compare bm ebmg 1e-2 && ! compare ebm ebmg 0 > /dev/null 2>&1 &&
+    compare ebmg ebm 1e-2 && cmp -s <(grep "^memory peak per rank" o_ebm.txt) <(grep "^memory peak per rank" o_ebmg.txt)
+ok $? "bf16 activations, EP 2: the experts' backward GEMMs grouped (the default) within 1e-2 of 1 rank's and of a GEMM an expert (ZT_TEST_NO_EPGB=1), not bitwise; the same peak"
 # 1 rank without the kept outputs (the default: moe.c down_bwd16, the down GEMMs' input gradient
 # rounds dy, not wsel dy, to bf16) against with them: within bf16 roundings, not the same (measured:
 # losses within 1.6e-05, parameters within 3.2e-03 after 4 AdamW steps)

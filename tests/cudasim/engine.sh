@@ -699,9 +699,31 @@ PY
     r=$?
     [ $r = 0 ] || grep -E '^ztrain: error' "$W"/moeepnccl/ep16_*.out | sed 's/^/# /'
     ok $r "MoE EP 2 with the input gradients returned in bf16 over NCCL: device peak == predicted, rank 0's bytes 1/2 of the fp32 exchanges', losses within 1e-3, the output gradients regrouped in bf16 bitwise widened ones"
+    # the experts' backward GEMMs grouped (the default, ZT_W16_EPGB: cuBLAS's grouped GEMMs, the down
+    # projection's input gradients in bf16) against a GEMM an expert (ZT_TEST_NO_EPGB=1): not bitwise,
+    # losses within 1e-3, the same device peak, the planner's
+    ep16 dg ZT_TEST_NO_EPGB=1 &&
+        grep -q "^device memory peak per rank (cuda.*: measured \([0-9]*\) bytes, predicted \1 bytes" \
+            "$W/moeepnccl/ep16_dg.out" &&
+        cmp -s <(grep "^device memory peak per rank" "$W/moeepnccl/ep16_dx.out") \
+            <(grep "^device memory peak per rank" "$W/moeepnccl/ep16_dg.out") &&
+        ! cmp -s "$W/moeepnccl/ep16_w_dx.safetensors" "$W/moeepnccl/ep16_w_dg.safetensors" &&
+        python3 - "$W/moeepnccl/ep16_m_dx.jsonl" "$W/moeepnccl/ep16_m_dg.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(f) if '"loss"' in l] for f in sys.argv[1:3])
+la, lb = ([(r["loss"], r["grad_norm"]) for r in x] for x in (a, b))
+d = max(abs(x[0] - y[0]) / abs(y[0]) for x, y in zip(la, lb))
+print("# grouped backward GEMMs: losses, grad norms %s, a GEMM an expert %s (largest relative loss "
+      "difference %.2e)" % (la, lb, d))
+sys.exit(0 if len(a) == 3 and len(b) == 3 and d < 1e-3 else 1)
+PY
+    r=$?
+    [ $r = 0 ] || grep -E '^ztrain: error' "$W"/moeepnccl/ep16_dg.out | sed 's/^/# /'
+    ok $r "MoE EP 2 over NCCL, the experts' backward GEMMs grouped (the default) against a GEMM an expert: losses within 1e-3, not bitwise, the same device peak == predicted"
 else
     ok 1 "MoE bf16 exchanges: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
     ok 1 "MoE bf16 input gradients: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
+    ok 1 "MoE EP grouped backward: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
 fi
 # ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
 # the limit is the free memory plus what the backend already holds (its
