@@ -17,7 +17,7 @@
 #   lib/sys/    the C library of this machine, used only when the GPU machine's
 #               is older (run.sh decides)
 #   ompi/, pmix/  Open MPI's and PMIx's plugins, help files and launcher
-#   scripts/engine-check.sh, scripts/gpu-measure.sh, scripts/moe_paths.sh, configs/tiny.json, data/
+#   scripts/engine-check.sh, scripts/gpu-measure.sh, scripts/gpu-multi.sh, scripts/moe_paths.sh, configs/tiny.json, data/
 #   (200 kB of the corpus), gpt2_torch.py, llama_gpu_torch.py, torch_common.py,
 #   gpu_table.py, measure_json.py, costmodel_h100.txt, run.sh, README
 # Then, on the GPU machine:  ./run.sh check [OUTDIR [SECTIONS]]  (all GPU checks)
@@ -88,7 +88,8 @@ cp "$SRC/bench/gpt2_torch.py" "$SRC/bench/llama_gpu_torch.py" "$SRC/bench/torch_
 # the engine check and the training runs of run.sh: the script, the tiny
 # config and 200 kB of the corpus (tokenized on the GPU machine by ztrain prep)
 mkdir -p "$OUT/scripts" "$OUT/configs" "$OUT/data"
-cp "$SRC/scripts/engine-check.sh" "$SRC/scripts/gpu-measure.sh" "$SRC/bench/moe_paths.sh" "$OUT/scripts/"
+cp "$SRC/scripts/engine-check.sh" "$SRC/scripts/gpu-measure.sh" "$SRC/scripts/gpu-multi.sh" "$SRC/bench/moe_paths.sh" \
+    "$OUT/scripts/"
 cp "$SRC/configs/tiny.json" "$SRC/configs/llama-tiny.json" "$SRC/configs/gemma2-tiny.json" "$OUT/configs/"
 head -c 200000 "$SRC/data/tinyshakespeare.txt" > "$OUT/data/tinyshakespeare.txt"
 
@@ -625,6 +626,20 @@ measure)
     rc=$?
     rm -rf "${TMPDIR:-/tmp}/ztrain-bundle-$$"
     exit $rc ;;
+multi)
+    # run.sh multi [OUTDIR]: scripts/gpu-multi.sh, for a machine with several
+    # GPUs: test_comm_gpu and the engine check at a rank a GPU over NCCL,
+    # then ZeRO's weak scaling from 1 GPU to all (GPT-2 124M and the
+    # Llama-3.2-1B shape, bf16, stages 0 and 3); within ZT_MULTI_BUDGET
+    # seconds (470).  OUTDIR (default $OUT or ./out) gets multi.json,
+    # multi.txt (the table) and multi.log (every output); exit 3 with one GPU
+    out=${2:-${OUT:-$PWD/out}}
+    bincmd test_comm_gpu; export ZT_MULTI_TEST_COMM="${CMD[*]}"
+    bash "$B/scripts/gpu-multi.sh" "$out" --backend "${ZT_CHECK_BACKEND:-cuda}" --ztrain "$ZT" \
+        --mpirun "$MPIRUN" --src "$B" --commit "$(sed -n '1s/.* from \([0-9a-f?]*\)$/\1/p' "$B/README")"
+    rc=$?
+    rm -rf "${TMPDIR:-/tmp}/ztrain-bundle-$$"
+    exit $rc ;;
 probe)
     # run.sh probe: tests/gpu/initcheck_probe.cu plainly (does cuBLAS write
     # every output?), then under compute-sanitizer initcheck (does the tool
@@ -683,6 +698,10 @@ cuBLASLt; NCCL 2.x for the NCCL test, e.g. from PyTorch's pip packages).
                             ztrain train vs ztrain estimate, bench/costmodel, PyTorch eager and
                             torch.compile; compute-sanitizer memcheck; ZT_MEASURE_BUDGET s (470)
                             -> OUTDIR/measure.json, measure.txt, measure.log
+  ./run.sh multi [OUTDIR]   scripts/gpu-multi.sh (several GPUs): test_comm_gpu and the engine check at a
+                            rank a GPU over NCCL, then ZeRO stages 0 and 3 from 1 GPU to all (GPT-2 124M,
+                            Llama-3.2-1B shape, bf16): tokens/s, scaling efficiency, bytes sent, peak vs
+                            planner; ZT_MULTI_BUDGET s (470) -> OUTDIR/multi.json, multi.txt, multi.log
   ./run.sh probe            tests/gpu/initcheck_probe.cu: does cuBLAS write every output, and does
                             compute-sanitizer initcheck see those writes
   ./run.sh test_cuda        one program (bin/), with the bundle's libraries
