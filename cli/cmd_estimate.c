@@ -855,6 +855,7 @@ int cmd_estimate(int argc, char **argv) {
 
     zt_memplan_opts o;
     zt_memplan_opts_init(&o, world);
+    o.deferred_init = 1;   /* (ztrain train's: run.c, ZT_CTX_DEFER_INIT) */
     o.ranks_per_node = rpn;
     o.target = target;
     int gpu = target == ZT_MP_TARGET_AUTO ? !strcmp(cfg->backend, "cuda") : target == ZT_MP_TARGET_GPU;

@@ -589,9 +589,49 @@ static void nf4_unit(const zt_arch *a, const zt_model_config *mc, int u, int L, 
  * when mixed, the fp32 shard at stage 3; nothing else) and its
  * initialization, then the adapters' engine and initialization exactly as a
  * trainable model's (the same sequence as below for the base without LoRA). */
+/* LoRA's initialization transients (shard.c init_units): the frozen
+ * base's (mixed: an fp32 buffer of the largest unit, at stage 3 of a slice;
+ * on a GPU a host chunk of at most 1 Mi elements) and the adapters' (as a
+ * trainable model's) */
+static void lora_init_base(sim *s, const zt_memplan *p, const layout *y) {
+    const uint64_t Psi = y->nblk;
+    const int nf4 = y->qtmp != NULL;
+    const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
+    if (p->mixed && !nf4) {
+        const uint64_t t = (p->stage < 3 ? umax(y->max_n, 1) : y->max_len) * 4;
+        const int pl = p->stage == 3 && fhp ? ZT_MP_HOST : y->place_dev;
+        s_alloc(s, pl, ZT_MEM_WORKSPACE, t);
+        s_free(s, pl, ZT_MEM_WORKSPACE, t);
+    }
+    if (p->gpu && !nf4 && !(p->stage == 3 && fhp)) {   /* (offloaded shards: initialised on the host) */
+        const uint64_t chunk = (uint64_t)1 << 20;
+        uint64_t n = p->stage == 3 ? y->max_len : p->mixed || y->win ? umax(y->max_n, 1) : umax(Psi, 1);
+        if (n > chunk) n = chunk;
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+    }
+}
+static void lora_init_adapters(sim *s, const zt_memplan *p, const layout *y, const layout *ya) {
+    const uint64_t Pa = umax(p->lora_params, 1);
+    const uint64_t la = ya->nu ? ya->n[0] : 1;
+    const int host_opt = p->gpu && p->offload_optimizer, host_params = p->gpu && p->offload_param;
+    const int has_master = p->mixed || (host_opt && !host_params);
+    if (p->mixed && p->stage < 3) {
+        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, la * 4);
+        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, la * 4);
+    }
+    if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
+        const uint64_t chunk = (uint64_t)1 << 20;
+        uint64_t n = p->stage == 3 ? ya->max_len : p->mixed ? la : Pa;
+        if (n > chunk) n = chunk;
+        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+    }
+}
+/* (deferred: the initialization's transients left to plan_init) */
 static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_tag_place,
                        int optim_tag_place, int comm16, uint64_t nf4_bytes, uint64_t nf4_a2,
-                       uint64_t moe_counts) {
+                       uint64_t moe_counts, int deferred) {
     const uint64_t Psi = y->nblk, own = umax(y->shard_total, 1);   /* (the base's full blocks) */
     const uint64_t Pa = umax(p->lora_params, 1), owna = umax(ya->shard_total, 1);
     const uint64_t la = ya->nu ? ya->n[0] : 1;   /* every adapter unit has the same size */
@@ -616,20 +656,7 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     } else if (p->stage == 3) {
         s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
     }
-    const int fhp = p->gpu && p->offload_param;   /* frozen shards in host memory */
-    if (p->mixed && !nf4) {
-        const uint64_t t = (p->stage < 3 ? umax(y->max_n, 1) : y->max_len) * 4;
-        const int pl = p->stage == 3 && fhp ? ZT_MP_HOST : y->place_dev;
-        s_alloc(s, pl, ZT_MEM_WORKSPACE, t);
-        s_free(s, pl, ZT_MEM_WORKSPACE, t);
-    }
-    if (p->gpu && !nf4 && !(p->stage == 3 && fhp)) {   /* (offloaded shards: initialised on the host) */
-        const uint64_t chunk = (uint64_t)1 << 20;
-        uint64_t n = p->stage == 3 ? y->max_len : p->mixed || y->win ? umax(y->max_n, 1) : umax(Psi, 1);
-        if (n > chunk) n = chunk;
-        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
-        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
-    }
+    if (!deferred) lora_init_base(s, p, y);
     /* the adapters' engine (shard.c's trainable path) */
     const int host_opt = p->gpu && p->offload_optimizer, host_params = p->gpu && p->offload_param;
     const int has_master = p->mixed || (host_opt && !host_params);
@@ -647,17 +674,7 @@ static void lora_setup(sim *s, zt_memplan *p, layout *y, layout *ya, int param_t
     if (p->stage == 3 && !p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, owna * 4);
     if (p->stage >= 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, owna * 4);
     if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, ya->max_len * 4);
-    if (p->mixed && p->stage < 3) {
-        s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, la * 4);
-        s_free(s, y->place_dev, ZT_MEM_WORKSPACE, la * 4);
-    }
-    if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
-        const uint64_t chunk = (uint64_t)1 << 20;
-        uint64_t n = p->stage == 3 ? ya->max_len : p->mixed ? la : Pa;
-        if (n > chunk) n = chunk;
-        s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
-        s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
-    }
+    if (!deferred) lora_init_adapters(s, p, y, ya);
 }
 
 /* One plan in the making: the finalized configuration, the axes, the
@@ -673,6 +690,10 @@ typedef struct planner {
     uint64_t T, S, Sl;            /* the model's positions; the window; a sample's tokens on one rank */
     uint64_t g;                   /* the slices' divisor: 1 at stage 0, else the shard group */
     layout y, ya;                 /* the model's units; LoRA: the adapters' (one per block) */
+    /* cuda: the device total at the deferred initialization's top where
+     * it set a new peak (plan_init; left out of the sim's peaks: the
+     * kernel scratch does not exist yet then), else 0 */
+    uint64_t init_dev;
     int lora;
     zt_lora lo;
     uint64_t nf4_bytes;           /* QLoRA: the frozen NF4 store on a rank */
@@ -896,6 +917,7 @@ static int plan_adapters(planner *q, zt_status *st) {
  * slices, the 16-bit reduction buffers, the fp32 shards and the
  * reduce-scatter buffer, then the initialization's transients.  LoRA: the
  * frozen base's and the adapters' (lora_setup). */
+static void plan_init_transients(planner *q);
 static void plan_states(planner *q) {
     zt_memplan *p = q->p;
     sim *s = &q->s;
@@ -929,7 +951,7 @@ static void plan_states(planner *q) {
     s->phase = "setup";
     if (q->lora) {
         lora_setup(s, p, &q->y, &q->ya, param_tag_place, optim_tag_place, comm16, q->nf4_bytes,
-                   q->nf4_a2, q->moe_counts);
+                   q->nf4_a2, q->moe_counts, q->o->deferred_init);
         return;
     }
     /* zt_ctx_create: zt_model_create (the full fp32 blocks the stage keeps;
@@ -963,16 +985,26 @@ static void plan_states(planner *q) {
     if (p->stage == 3 && !p->mixed) s_alloc(s, param_tag_place, ZT_MEM_PARAMS, own * 4);
     if (p->stage >= 2) s_alloc(s, y->place_dev, ZT_MEM_GRADS, own * 4);
     if (p->stage >= 1) s_alloc(s, y->place_dev, ZT_MEM_COMM, y->max_len * 4);
-    /* zt_shard_init_params: mixed stages 0-2 initialize unit by unit
-     * through an fp32 buffer of the largest unit */
+    /* zt_shard_init_params, here unless deferred (plan_init) */
+    if (!q->o->deferred_init) plan_init_transients(q);
+}
+
+/* The initialization's transients (shard.c init_units): mixed stages 0-2
+ * initialize unit by unit through an fp32 buffer of the largest unit; on a
+ * GPU the initial values are staged through a host chunk of at most 1 Mi
+ * elements; at stage 3 only when they go to device memory (not to host
+ * master weights or offloaded shards).  (Not LoRA: lora_setup's own.) */
+static void plan_init_transients(planner *q) {
+    const zt_memplan *p = q->p;
+    sim *s = &q->s;
+    const layout *y = &q->y;
+    const uint64_t Psi = y->nblk;
+    const int host_opt = p->gpu && p->offload_optimizer, host_params = p->gpu && p->offload_param;
+    const int has_master = p->mixed || (host_opt && !host_params);
     if (p->mixed && p->stage < 3) {
         s_alloc(s, y->place_dev, ZT_MEM_WORKSPACE, umax(y->max_n, 1) * 4);
         s_free(s, y->place_dev, ZT_MEM_WORKSPACE, umax(y->max_n, 1) * 4);
     }
-    /* on a GPU the initial values are staged through a host chunk of at
-     * most 1 Mi elements (a transient: no effect on the device peak); at
-     * stage 3 only when they go to device memory (not to host master
-     * weights or offloaded shards) */
     if (p->gpu && (p->stage < 3 || (has_master ? !host_opt : !host_params))) {
         const uint64_t chunk = (uint64_t)1 << 20;
         /* (expert windows: fp32 too unit by unit) */
@@ -980,6 +1012,38 @@ static void plan_states(planner *q) {
         if (n > chunk) n = chunk;
         s_alloc(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
         s_free(s, ZT_MP_HOST, ZT_MEM_WORKSPACE, n * 4);
+    }
+}
+
+/* ZT_CTX_DEFER_INIT (zt_memplan_opts deferred_init): the initial values
+ * owed are written after the weights are loaded (run.c load_weights,
+ * zt_ctx_init_pending), on top of the activations and the moments; a Hugging
+ * Face load (not LoRA) writes every unit, and init_units then allocates
+ * nothing */
+static void plan_init(planner *q) {
+    if (!q->o->deferred_init || (q->c->init_from[0] && !q->lora)) return;
+    /* (LoRA: the base unless it came from Hugging Face, the adapters unless
+     * they came from a PEFT directory) */
+    if (q->lora && q->c->init_from[0] && q->mc->lora_from[0]) return;
+    sim *s = &q->s;
+    s->phase = "initializing the parameters";
+    /* (cuda: the backend then holds its cuBLAS workspace but not yet the
+     * scratch the first kernels grow, which plan_kernel_ws adds to every
+     * other device peak: this one is set apart and added its cuBLAS
+     * workspace alone) */
+    const int ws = q->p->gpu && strcmp(q->c->backend, "cpu-strict") != 0;
+    const uint64_t pt = s->ptot[ZT_MP_DEVICE];
+    const char *ph = s->pphase[ZT_MP_DEVICE];
+    if (!q->lora) {
+        plan_init_transients(q);
+    } else {
+        if (!q->c->init_from[0]) lora_init_base(s, q->p, &q->y);
+        if (!q->mc->lora_from[0]) lora_init_adapters(s, q->p, &q->y, &q->ya);
+    }
+    if (ws && s->ptot[ZT_MP_DEVICE] > pt) {
+        q->init_dev = s->ptot[ZT_MP_DEVICE];
+        s->ptot[ZT_MP_DEVICE] = pt;
+        s->pphase[ZT_MP_DEVICE] = ph;
     }
 }
 
@@ -1397,6 +1461,16 @@ static void plan_kernel_ws(planner *q) {
     p->end_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
     p->export_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
     p->sample_peak[ZT_MP_DEVICE] += p->kernel_ws_bytes;
+    /* the deferred initialization's top (plan_init), with the cuBLAS
+     * workspace only */
+    const uint64_t in = q->init_dev ? q->init_dev + p->cublas_ws_bytes : 0;
+    if (in > p->peak[ZT_MP_DEVICE]) {
+        p->peak[ZT_MP_DEVICE] = in;
+        p->peak_phase[ZT_MP_DEVICE] = "initializing the parameters";
+    }
+    p->end_peak[ZT_MP_DEVICE] = umax(p->end_peak[ZT_MP_DEVICE], in);
+    p->export_peak[ZT_MP_DEVICE] = umax(p->export_peak[ZT_MP_DEVICE], in);
+    p->sample_peak[ZT_MP_DEVICE] = umax(p->sample_peak[ZT_MP_DEVICE], in);
 }
 
 int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_memplan *out,
@@ -1453,6 +1527,7 @@ int zt_memplan_compute(const zt_config *cfg_in, const zt_memplan_opts *o, zt_mem
         plan_state_totals(&q);
         plan_data(&q);
         plan_load(&q);
+        plan_init(&q);
         plan_eval(&q);
         plan_ckpt_snapshot(&q);
         plan_step(&q);

@@ -60,6 +60,12 @@ typedef struct zt_memplan_opts {
      * it takes (cuda: cuDNN's fused attention with its plan's workspace
      * where its rule picks it); else ztrain's kernels' need is assumed */
     const struct zt_backend *be;
+    /* the initial values written at start-up, after the data are opened
+     * and the weights loaded (zt_ctx_create_ex with ZT_CTX_DEFER_INIT: the
+     * CLI's runs), so the initialization's transients come on top of the
+     * activations and the moments; 0 (zt_memplan_opts_init): written by
+     * zt_ctx_create, before them.  `ztrain estimate` plans `ztrain train`: 1 */
+    int deferred_init;
 } zt_memplan_opts;
 
 /* world_size = w, everything else from the configuration. */

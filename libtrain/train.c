@@ -594,6 +594,8 @@ static int ctx_create(const zt_config *cfg_in, const zt_model_ops *ops, void *se
      * only: the activations of a model of the caller's own are unknown). */
     double t0 = zt_now_s();
     if ((rc = memory_limits(ctx, &ml, st)) != ZT_OK) goto fail;
+    /* (the initialization's transients where this run has them) */
+    ml.mo.deferred_init = (flags & ZT_CTX_DEFER_INIT) != 0;
     if ((rc = finalize_config(ctx, ops, &ml, st)) != ZT_OK) goto fail;
     if (!ops && (rc = preflight(ctx, &ml, st)) != ZT_OK) goto fail;
     double t1 = zt_now_s();

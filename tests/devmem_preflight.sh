@@ -10,7 +10,13 @@
 #       error (exit 1, no crash);
 #   (d) the memory report's measured device peak (the backend's own count)
 #       equals the planner's predicted device peak byte for byte (cpu-strict
-#       has no kernel workspace), at 1-2 ranks, stages 0-3, bf16 with offload.
+#       has no kernel workspace), at 1-2 ranks, stages 0-3, bf16 with offload;
+#   (e) a run without validation data whose deferred initialization (the CLI's
+#       runs write the initial values after the activations exist: an fp32
+#       buffer of the largest unit, here a Llama's 8192-row embedding) is its
+#       peak: `ztrain estimate` names that phase, the run's device peak equals
+#       the prediction, and one byte less of emulated device fails there; the
+#       same for LoRA (the base and the adapters initialized then too).
 . "$(dirname "$0")/lib.sh"
 need_mpi
 need_python3
@@ -111,4 +117,23 @@ zrun h1 1 "${ARGS[@]}" --memory-limit 64M; rc=$?
 [ $rc = 0 ] && grep -q "limit 64.00 MiB (ztrain.memory_limit, device memory of cpu-strict" h1.out; r=$?
 [ $r = 0 ] || diag h1.err
 ok $r "ztrain.memory_limit overrides the device limit on cpu-strict"
+
+# ---- (e) the deferred initialization's transient, planned where it happens
+k=0
+for extra in "" "--lora-r 4"; do
+    k=$((k + 1))
+    E=(--config "$ZT_SRCDIR/configs/llama-tiny.json" --vocab 8192 --train c_train.bin --val= --threads 1
+       --backend cpu-strict --precision bf16 --steps 2 --resume never --ckpt-final false $extra)
+    "$ZTRAIN" estimate "${E[@]}" --world-size 1 --device gpu --json > "e$k.json" 2> "e$k.err"
+    P=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["peak_bytes"] if d["peak_phase"] == "initializing the parameters" else "")' "e$k.json")
+    mpirun_np 1 "$ZTRAIN" train "${E[@]}" --sample-tokens 0 --ckpt-dir "ck_e$k" --memory-report end > "e$k.out" 2>&1; rc=$?
+    mpirun_np 1 "$ZTRAIN" train "${E[@]}" --sample-tokens 0 --ckpt-dir "ck_f$k" --memory-limit 1G \
+        --strict-device-memory $((${P:-1} - 1)) > "f$k.out" 2>&1; rc1=$?
+    [ -n "$P" ] && [ $rc = 0 ] &&
+        grep -q "^device memory peak per rank (cpu-strict.*: measured $P bytes, predicted $P bytes (+0.00%)" "e$k.out" &&
+        grep -q "^memory: predicted peak .* (at initializing the parameters)" "e$k.out" &&
+        [ $rc1 = 1 ] && grep -q "^ztrain: error: out of memory initializing the parameters" "f$k.out"; r=$?
+    [ $r = 0 ] || { diag "e$k.json"; diag <(grep -E "peak|error" "e$k.out" "f$k.out"); }
+    ok $r "(e) no validation data${extra:+, LoRA}: the deferred initialization is the peak (${P:-?} bytes, estimate's phase), measured == predicted, one byte less fails there"
+done
 done_testing

@@ -725,6 +725,24 @@ else
     ok 1 "MoE bf16 input gradients: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
     ok 1 "MoE EP grouped backward: no $W/moeepnccl/c_train.bin (the moeepnccl group did not run)"
 fi
+# ---- the deferred initialization (run.c: the initial values written after the activations
+# exist) as the device peak: the Llama with a 32000-row embedding (an fp32 buffer of 8.2 MB, the
+# largest unit), bf16, no validation data: the planner puts the peak there, with the cuBLAS
+# workspace but not the scratch the first kernels grow (memplan.c plan_init), and the backend's
+# measured peak equals it
+G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
+if [ -f "$G/c_train.bin" ]; then
+    (cd "$G" && timeout 300 "$sim" train --config "$SRC/configs/llama-tiny.json" --vocab 32000 --train c_train.bin \
+        --val= --steps 2 --sample-tokens 0 --backend cuda --precision bf16 --resume never --ckpt-final false \
+        --ckpt-dir ck_init --memory-report end > init.out 2>&1)
+    r=$?
+    grep -q "^memory: predicted peak .* (at initializing the parameters)" "$G/init.out" &&
+        grep -q "^device memory peak per rank (cuda .*: measured \([0-9]*\) bytes, predicted \1 bytes" "$G/init.out" || r=1
+    [ $r = 0 ] || grep -E "^ztrain: error|peak" "$G/init.out" | sed 's/^/# /'
+    ok $r "the deferred initialization as the device peak (Llama, V 32000, bf16, no validation data): planned there, measured == predicted"
+else
+    ok 1 "deferred initialization: no $G/c_train.bin (the gpt group did not run)"
+fi
 # ---- the pre-flight device limit on a small simulated device (ZT_CUDASIM_MEM_MB):
 # the limit is the free memory plus what the backend already holds (its
 # 32 MiB cuBLAS workspace, which the plan counts), less the reserve (512
