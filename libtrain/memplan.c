@@ -1020,25 +1020,30 @@ static void plan_init_transients(planner *q) {
  * zt_ctx_init_pending), on top of the activations and the moments; a Hugging
  * Face load (not LoRA) writes every unit, and init_units then allocates
  * nothing */
+/* cuda: the backend's own device memory (plan_kernel_ws) exists; not
+ * cpu-strict, which has none */
+static int kernel_ws_target(const planner *q) {
+    return q->p->gpu && strcmp(q->c->backend, "cpu-strict") != 0;
+}
 static void plan_init(planner *q) {
-    if (!q->o->deferred_init || (q->c->init_from[0] && !q->lora)) return;
-    /* (LoRA: the base unless it came from Hugging Face, the adapters unless
-     * they came from a PEFT directory) */
-    if (q->lora && q->c->init_from[0] && q->mc->lora_from[0]) return;
+    /* (the base, LoRA's too, unless it came from Hugging Face; LoRA's
+     * adapters unless they came from a PEFT directory) */
+    const int base = !q->c->init_from[0], adapters = q->lora && !q->mc->lora_from[0];
+    if (!q->o->deferred_init || (!base && !adapters)) return;
     sim *s = &q->s;
     s->phase = "initializing the parameters";
     /* (cuda: the backend then holds its cuBLAS workspace but not yet the
      * scratch the first kernels grow, which plan_kernel_ws adds to every
      * other device peak: this one is set apart and added its cuBLAS
      * workspace alone) */
-    const int ws = q->p->gpu && strcmp(q->c->backend, "cpu-strict") != 0;
+    const int ws = kernel_ws_target(q);
     const uint64_t pt = s->ptot[ZT_MP_DEVICE];
     const char *ph = s->pphase[ZT_MP_DEVICE];
     if (!q->lora) {
         plan_init_transients(q);
     } else {
-        if (!q->c->init_from[0]) lora_init_base(s, q->p, &q->y);
-        if (!q->mc->lora_from[0]) lora_init_adapters(s, q->p, &q->y, &q->ya);
+        if (base) lora_init_base(s, q->p, &q->y);
+        if (adapters) lora_init_adapters(s, q->p, &q->y, &q->ya);
     }
     if (ws && s->ptot[ZT_MP_DEVICE] > pt) {
         q->init_dev = s->ptot[ZT_MP_DEVICE];
@@ -1426,7 +1431,7 @@ static void plan_end_of_run(planner *q) {
  * added to every device peak. */
 static void plan_kernel_ws(planner *q) {
     zt_memplan *p = q->p;
-    if (!(p->gpu && strcmp(q->c->backend, "cpu-strict") != 0)) return;
+    if (!kernel_ws_target(q)) return;
     p->cublas_ws_bytes = ZT_CUDA_CUBLAS_WS_BYTES;
     /* the attention's scratch: the backend's answer at the run's shapes
      * (the pre-flight), else ztrain's kernels' need */
