@@ -710,6 +710,21 @@ typedef struct zt_backend {
      * no fp32 dout read. */
     void (*rmsnorm_bwd16d)(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
                            const float *inp, const float *w, const float *rstd, int N, int C);
+    /* layernorm_bwd16d: layernorm_bwd16 reading the output's gradient in
+     * bf16, dout16[N,C] (widened exactly: bitwise layernorm_bwd, or
+     * layernorm_bwd16, on dout = fp32(dout16)), or the fp32 dout where
+     * dout16 is NULL (exactly one of the two); dinp16 may be NULL (dinp,
+     * dw, db written, +=, nothing rounded).  dsum (may be NULL): dsum[c] +=
+     * the column sum of dinp after the accumulation, bitwise the dbias
+     * matmul_bwd takes of a dout equal to that dinp (GPT-2: the attention
+     * projection's bias gradient, whose output gradient is the residual
+     * gradient this leaves).  dout16 must not overlap dinp16.  cuda: the
+     * layernorm_bwd kernel, the column sums in its column pass over the rows
+     * it has just written (no second read of dinp from memory), a third
+     * array of partials in its scratch. */
+    void (*layernorm_bwd16d)(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                             const float *dout, const uint16_t *dout16, const float *inp,
+                             const float *w, const float *mean, const float *rstd, int N, int C);
     /* swiglu_bwd_d16 / geglu_bwd_d16: swiglu_bwd16 / geglu_bwd16, bitwise,
      * and dgu16[N,2H] = to_bf16(dgu) (cuda: the same kernel writes both).
      * dgu16 may be gu16 (the models write it in place of gate|up): an

@@ -1459,30 +1459,42 @@ static void c_layernorm_fwd(float *out, float *mean, float *rstd, const float *i
  * mean and rstd 2 N f; writes dinp N C f and 2 P C 8 (the partials'
  * re-reads between row groups stay on chip).  k_colsum_final (both
  * arrays): 2 P C FLOPs; reads 2 P C 8, dw and db read and written 4 C f.
- * dinp16: N C h more written (layernorm_bwd16).
+ * dinp16: N C h more written (layernorm_bwd16).  dout16
+ * (layernorm_bwd16d): dout read as N C h for N C f.  dsum
+ * (layernorm_bwd16d): the column pass adds the rows it has just written
+ * (on chip), N C FLOPs more and a third P C 8 of partials written; then a
+ * k_colsum_final of that array (P C FLOPs; P C 8 read, dsum read and
+ * written 2 C f).
  * What-if NORM_BWD_SPLIT (the recorded tables' kernels): k_layernorm_bwd_dx
  * (12 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f, mean and rstd 2 N f;
  * writes dinp N C f, dinp16 N C h) then k_layernorm_bwd_part (ceil(C/128) x
  * P blocks: 5 N C FLOPs; reads inp and dout again 2 N C f, mean and rstd
- * once per column block ceil(C/128) 2 N f; writes 2 P C 8). */
-static void layernorm_bwd_counts(int N, int C, int d16) {
+ * once per column block ceil(C/128) 2 N f; writes 2 P C 8); dsum there the
+ * column sum those kernels left to the projection (colsum's two kernels). */
+static void layernorm_bwd_counts(int N, int C, int d16, int dout16, int dsum) {
     if (N <= 0 || C <= 0) return;
     const double P = zt_cuda_ws_col_chunks(N, NULL), cb = D((C + 127) / 128);
-    const double out16 = d16 ? D(N) * C * H : 0;
+    const double out16 = d16 ? D(N) * C * H : 0, dsz = dout16 ? H : F;
     if (g_whatif & ZT_COUNT_WHATIF_NORM_BWD_SPLIT) {
-        rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C, 4 * D(N) * C * F + out16 + D(C) * F + 2 * D(N) * F);
-        rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C, 2 * D(N) * C * F + cb * 2 * D(N) * F + 2 * P * C * 8);
-    } else {
-        rec(K_LAYERNORM_BWD, 17 * D(N) * C,
-            4 * D(N) * C * F + out16 + D(C) * F + 2 * D(N) * F + 2 * P * C * 8);
+        rec(K_LAYERNORM_BWD_DX, 12 * D(N) * C,
+            3 * D(N) * C * F + D(N) * C * dsz + out16 + D(C) * F + 2 * D(N) * F);
+        rec(K_LAYERNORM_BWD_PART, 5 * D(N) * C,
+            D(N) * C * F + D(N) * C * dsz + cb * 2 * D(N) * F + 2 * P * C * 8);
+        rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+        if (dsum) colsum(N, C);
+        return;
     }
+    rec(K_LAYERNORM_BWD, (dsum ? 18 : 17) * D(N) * C,
+        3 * D(N) * C * F + D(N) * C * dsz + out16 + D(C) * F + 2 * D(N) * F +
+            (dsum ? 3 : 2) * P * C * 8);
     rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
+    if (dsum) rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
 }
 static void c_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C) {
     call(ZT_CE_layernorm_bwd);
     if (g_inner) g_inner->layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-    layernorm_bwd_counts(N, C, 0);
+    layernorm_bwd_counts(N, C, 0, 0, 0);
 }
 
 /* The residual add fused with the next norm: k_layernorm_fwd's /
@@ -1995,7 +2007,18 @@ static void c_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *d
                               const float *mean, const float *rstd, int N, int C) {
     call(ZT_CE_layernorm_bwd16);
     if (g_inner) g_inner->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
-    layernorm_bwd_counts(N, C, 1);
+    layernorm_bwd_counts(N, C, 1, 0, 0);
+}
+/* layernorm_bwd16d: k_layernorm_bwd reading dout16 (or dout), with the
+ * column sums of dinp (dsum) in its column pass */
+static void c_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                               const float *dout, const uint16_t *dout16, const float *inp,
+                               const float *w, const float *mean, const float *rstd, int N, int C) {
+    call(ZT_CE_layernorm_bwd16d);
+    if (g_inner)
+        g_inner->layernorm_bwd16d(dinp, dinp16, dw, db, dsum, dout, dout16, inp, w, mean, rstd, N,
+                                  C);
+    layernorm_bwd_counts(N, C, dinp16 != NULL, dout16 != NULL, dsum != NULL);
 }
 static void c_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                             const float *inp, const float *w, const float *rstd, int N, int C) {
@@ -2614,6 +2637,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->layernorm_bwd16 = c_layernorm_bwd16;
     t->rmsnorm_bwd16 = c_rmsnorm_bwd16;
     t->rmsnorm_bwd16d = c_rmsnorm_bwd16d;
+    t->layernorm_bwd16d = c_layernorm_bwd16d;
     t->swiglu_bwd_d16 = c_swiglu_bwd_d16;
     t->geglu_bwd_d16 = c_geglu_bwd_d16;
     t->swiglu_bwd_dd16 = c_swiglu_bwd_dd16;

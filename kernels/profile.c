@@ -521,6 +521,14 @@ static void p_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *d
     inner->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
     k_end(t, ZT_PROF_NORM, 16.0 * N * C, (F4 * 4.0 + 2.0) * N * C);
 }
+static void p_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                               const float *dout, const uint16_t *dout16, const float *inp,
+                               const float *w, const float *mean, const float *rstd, int N, int C) {
+    double t = k_begin();
+    inner->layernorm_bwd16d(dinp, dinp16, dw, db, dsum, dout, dout16, inp, w, mean, rstd, N, C);
+    k_end(t, ZT_PROF_NORM, (dsum ? 17.0 : 16.0) * N * C,
+          (F4 * 3.0 + (dout16 ? 2.0 : F4) + (dinp16 ? 2.0 : 0.0)) * N * C);
+}
 static void p_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                             const float *inp, const float *w, const float *rstd, int N, int C) {
     double t = k_begin();
@@ -934,6 +942,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(layernorm_bwd16);
     W(rmsnorm_bwd16);
     W(rmsnorm_bwd16d);
+    W(layernorm_bwd16d);
     W(swiglu_bwd_d16);
     W(geglu_bwd_d16);
     W(swiglu_bwd_dd16);

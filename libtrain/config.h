@@ -443,7 +443,22 @@ typedef struct zt_model_config {
  *                   bf16, then added) where ZT_W16_MOEGW, instead of two
  *                   GEMMs an expert a projection.  NOT the same values (the
  *                   down projection's input gradient rounded to bf16, the
- *                   weight gradients' products; tests/moe_ep.sh's bounds) */
+ *                   weight gradients' products; tests/moe_ep.sh's bounds)
+ *   ZT_W16_GPTN16   ZT_TEST_NO_GPTN16: GPT-2's fc and q|k|v GEMMs (full
+ *                   fine-tuning, their output gradient in bf16: fc's with
+ *                   ZT_W16_G16, q|k|v's on cuDNN's path) writing their
+ *                   input gradient, the gradient of ln_2's / ln_1's
+ *                   output, in bf16 (matmul_bwd_o16), read by the
+ *                   LayerNorm backward (backend.h layernorm_bwd16d), as
+ *                   Llama's ZT_W16_DOUT16N.  NOT the same values (that
+ *                   gradient rounded once; tests/test_count "GPT-2's
+ *                   norms' bf16 output gradient")
+ *   ZT_W16_LNSUM    ZT_TEST_NO_LNSUM: GPT-2's attention projection's bias
+ *                   gradient (full fine-tuning, bf16 gradients) summed by
+ *                   ln_2's backward over the residual gradient it leaves
+ *                   (layernorm_bwd16d's dsum) instead of a column sum by
+ *                   the projection's backward.  The same values (bitwise:
+ *                   tests/test_count "GPT-2's c_proj bias summed by ln_2") */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -491,6 +506,8 @@ typedef struct zt_model_config {
 #define ZT_W16_EPDX16     (UINT64_C(1) << 43)
 #define ZT_W16_GATHER16   (UINT64_C(1) << 44)
 #define ZT_W16_EPGB       (UINT64_C(1) << 45)
+#define ZT_W16_GPTN16     (UINT64_C(1) << 46)
+#define ZT_W16_LNSUM      (UINT64_C(1) << 47)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -103,6 +103,27 @@ static int lora_dy16(const zt_gpt *g, int grp) {
     return lora_off(g, grp) || (zt_w16_on(&g->cfg, ZT_W16_GPT16) && g->sk.lo.bt2d);
 }
 
+/* gptn16 (config.h ZT_W16_GPTN16) and lnsum (ZT_W16_LNSUM): full
+ * fine-tuning with the bf16 gradients (the residual gradient's bf16 copy,
+ * dres16) and a backend with layernorm_bwd16d (and matmul_bwd_o16 for
+ * gptn16).  gptn16: fc's input gradient (its output gradient dpre16 in
+ * bf16, ZT_W16_G16) and q|k|v's (dq16, cuDNN's path) written in bf16 by
+ * the GEMM, fc's into d4b (free once matmul_dgelu_bwd_o16 has run), q|k|v's
+ * into d4a (free once the attention backward has run), dbuf the GEMM's
+ * fp32 scratch, and read by ln_2's / ln_1's backward.  lnsum: the attention
+ * projection's bias gradient summed by ln_2's backward (dsum) over the
+ * residual gradient it leaves, which is that projection's output gradient
+ * (bitwise the projection's column sum).  No buffer added or dropped; the
+ * kernel scratch of layernorm_bwd16d's sums is gpt_kernel_ws's. */
+static int gptn16_on(const zt_model_config *mc, const zt_backend *be) {
+    return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_GPTN16) && zt_w16_on(mc, ZT_W16_D16) && be &&
+           be->layernorm_bwd16d && be->matmul_bwd_o16;
+}
+static int lnsum_on(const zt_model_config *mc, const zt_backend *be) {
+    return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_LNSUM) && zt_w16_on(mc, ZT_W16_D16) && be &&
+           be->layernorm_bwd16d;
+}
+
 /* gpt.h: the config's lora_off / lora_dy16 of the attention's groups (the
  * model's own gates are those; sk->lo.bt2d is ZT_W16_LORABT, model_skel.c) */
 int zt_gpt_lora_att16(const zt_model_config *mc, int do16) {
@@ -659,6 +680,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * that adds into it, final or ln1 of block l + 1 and ln2 here, is the
      * projections' GEMM operand) */
     const uint16_t *dres16 = a->dres16 && zt_w16_on(&g->cfg, ZT_W16_D16) ? a->dres16 : NULL;
+    /* (gptn16: the norms' output gradient in bf16, dn16; lnsum: the
+     * attention projection's bias gradient summed by ln_2's backward,
+     * bsum; gptn16_on, lnsum_on) */
+    const int n16 = dres16 && gptn16_on(&g->cfg, be);
+    float *bsum = dres16 && lnsum_on(&g->cfg, be) ? gw->attprojb : NULL;
+    uint16_t *dn16 = NULL;
     /* MLP: dres flows to res2 unchanged and into the projection */
     uint16_t *dfc16 = NULL;   /* (fc's bf16 output gradient the GEMMs read: g16's, or gpt16's) */
     if (s->fch16 && dres16 && zt_w16_on(&g->cfg, ZT_W16_G16) && lora_off(g, LG_FCPROJ) &&
@@ -673,8 +700,14 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
         be->matmul_dgelu_bwd_o16(dpre16, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, dres16,
                                  s->fch_gelu, s->fchg16, s->fch16, w->fcprojw, W16(T_FCPW), N,
                                  4 * C, C);
-        zt_mm_bwd_d(be, a->dbuf, gw->fcw, NULL, NULL, dpre16, s->ln2, s->ln216, w->fcw, W16(T_FCW),
-                    N, C, 4 * C);
+        if (n16) {   /* (gptn16: ln_2's output gradient in bf16, d4b; dbuf the fp32 scratch) */
+            dn16 = (uint16_t *)(void *)a->d4b;
+            be->matmul_bwd_o16(dn16, a->dbuf, gw->fcw, NULL, NULL, dpre16, s->ln2, s->ln216, w->fcw,
+                               W16(T_FCW), N, C, 4 * C);
+        } else {
+            zt_mm_bwd_d(be, a->dbuf, gw->fcw, NULL, NULL, dpre16, s->ln2, s->ln216, w->fcw,
+                        W16(T_FCW), N, C, 4 * C);
+        }
     } else if (be->matmul_dgelu_bwd && !sk->lora) {
         /* the projection's input gradient through the GELU, and fc's bias
          * gradient, in its GEMM (cuda: a cuBLASLt epilogue); bf16 fc output:
@@ -712,7 +745,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     }
     /* (with dfc16 the adapters read it alone: lora_dy16) */
     zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, dfc16 ? NULL : a->d4b, dfc16, a->dbuf, N, ls);
-    if (dres16)
+    if (dn16 || bsum)
+        be->layernorm_bwd16d(a->dres, a->dres16, gw->ln2w, gw->ln2b, bsum, dn16 ? NULL : a->dbuf,
+                             dn16, s->res2, w->ln2w, s->ln2_mean, s->ln2_rstd, N, C);
+    else if (dres16)
         be->layernorm_bwd16(a->dres, a->dres16, gw->ln2w, gw->ln2b, a->dbuf, s->res2, w->ln2w,
                             s->ln2_mean, s->ln2_rstd, N, C);
     else
@@ -737,12 +773,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
                                     s->atty16, w->attprojw, W16(T_PROJW), N, C, C, ls))
             do16 = NULL;
     } else if (do16) {
-        be->matmul_bwd_o16(do16, a->d4a, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
-                           w->attprojw, W16(T_PROJW), N, C, C);
+        be->matmul_bwd_o16(do16, a->d4a, gw->attprojw, bsum ? NULL : gw->attprojb, a->dres, dres16,
+                           s->atty, s->atty16, w->attprojw, W16(T_PROJW), N, C, C);
     }
     if (!do16) {
-        zt_mm_bwd_d(be, a->dbuf, gw->attprojw, gw->attprojb, a->dres, dres16, s->atty, s->atty16,
-                    w->attprojw, W16(T_PROJW), N, C, C);
+        zt_mm_bwd_d(be, a->dbuf, gw->attprojw, bsum ? NULL : gw->attprojb, a->dres, dres16, s->atty,
+                    s->atty16, w->attprojw, W16(T_PROJW), N, C, C);
         zt_skel_lora_bwd16(sk, LG_PROJ, s->atty, s->atty16, a->dres, dres16, a->dbuf, N, ls);
     }
     float *dq = a->dqkv;   /* the local rows' q|k|v gradient */
@@ -804,7 +840,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->attention_bwd(a->dqkv, a->dbuf, qkv, atty, s->lse, B, T, C, NH);
         }
     }
-    if (dq16)   /* (the bias gradient from the bf16 values too: bitwise) */
+    dn16 = NULL;
+    if (dq16 && n16) {   /* (gptn16: ln_1's output gradient in bf16, d4a; dbuf the fp32 scratch) */
+        dn16 = (uint16_t *)(void *)a->d4a;
+        be->matmul_bwd_o16(dn16, a->dbuf, gw->qkvw, gw->qkvb, NULL, dq16, s->ln1, s->ln116, w->qkvw,
+                           W16(T_QKVW), N, C, 3 * C);
+    } else if (dq16)   /* (the bias gradient from the bf16 values too: bitwise) */
         be->matmul_bwd_d16(a->dbuf, gw->qkvw, gw->qkvb, NULL, dq16, s->ln1, s->ln116, w->qkvw,
                            W16(T_QKVW), N, C, 3 * C);
     else
@@ -813,7 +854,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
 #undef W16
     /* (with dq16 the adapters read it alone: lora_dy16) */
     zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq16 ? NULL : dq, dq16, a->dbuf, N, ls);
-    if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */
+    if (dn16)   /* (block 0's: no bf16 copy, the embedding reads the fp32 value) */
+        be->layernorm_bwd16d(a->dres, l > 0 ? a->dres16 : NULL, gw->ln1w, gw->ln1b, NULL, NULL,
+                             dn16, a->res[l], w->ln1w, s->ln1_mean, s->ln1_rstd, N, C);
+    else if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */
         be->layernorm_bwd16(a->dres, a->dres16, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                             s->ln1_mean, s->ln1_rstd, N, C);
     else
@@ -952,6 +996,11 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_classifier_l16(mc, 1, 0) ? zt_cuda_ws_matmul_bwd_head16(Rh, C, V, 1, 1)
                                    : zt_cuda_ws_matmul_bwd(bf16, Rh, C, V, 1, 1, 0));
     WS(zt_cuda_ws_layernorm_bwd(N, C));
+    /* (lnsum: ln_2's backward with the bias sums; the backend's entry is
+     * cuda's here, the gate without it) */
+    if (zt_acts16_on(mc) && mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_LNSUM) &&
+        zt_w16_on(mc, ZT_W16_D16))
+        WS(zt_cuda_ws_layernorm_bwd_sum(N, C));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */

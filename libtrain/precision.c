@@ -96,6 +96,8 @@ static const struct {
     {"ZT_TEST_NO_EPDX16", ZT_W16_EPDX16},
     {"ZT_TEST_NO_GATHER16", ZT_W16_GATHER16},
     {"ZT_TEST_NO_EPGB", ZT_W16_EPGB},
+    {"ZT_TEST_NO_GPTN16", ZT_W16_GPTN16},
+    {"ZT_TEST_NO_LNSUM", ZT_W16_LNSUM},
 };
 
 void zt_out16_of(zt_model_config *mc) {

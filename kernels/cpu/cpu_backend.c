@@ -554,6 +554,30 @@ static void cpu_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const u
     if (dinp16) zt_cpu_to_bf16(dinp16, dinp, (size_t)N * C);
     free(d);
 }
+/* layernorm_bwd16d (backend.h): dout16 widened into host scratch of our
+ * own (or the fp32 dout), layernorm_bwd on those values, dinp16's
+ * rounding, and dsum the column sums matmul_bwd's dbias takes
+ * (zt_cpu_colsum_acc) of the accumulated dinp */
+static void cpu_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                                 const float *dout, const uint16_t *dout16, const float *inp,
+                                 const float *w, const float *mean, const float *rstd, int N,
+                                 int C) {
+    if (N <= 0 || C <= 0) return;
+    float *d = NULL;
+    if (dout16) {
+        if (!(d = malloc((size_t)N * C * sizeof(float)))) {
+            cpu_err = "cpu_backend.c: layernorm_bwd16d: out of memory for the widened gradient "
+                      "(nothing computed)";
+            return;
+        }
+        zt_cpu_from_bf16(d, dout16, (size_t)N * C);
+        dout = d;
+    }
+    zt_cpu_layernorm_bwd(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    if (dinp16) zt_cpu_to_bf16(dinp16, dinp, (size_t)N * C);
+    if (dsum) zt_cpu_colsum_acc(dsum, dinp, N, C, (size_t)C);
+    free(d);
+}
 /* (dgu NULL: the fp32 values made in host scratch of our own, then only
  * dgu16 written) */
 static float *glu_dgu(float *dgu, int N, int H, float **own) {
@@ -1213,6 +1237,7 @@ static const zt_backend cpu_backend = {
     .matmul_bwd_d16 = cpu_matmul_bwd_d16,
     .matmul_dgelu_bwd_d16 = cpu_matmul_dgelu_bwd_d16,
     .layernorm_bwd16 = cpu_layernorm_bwd16,
+    .layernorm_bwd16d = cpu_layernorm_bwd16d,
     .rmsnorm_bwd16 = cpu_rmsnorm_bwd16,
     .rmsnorm_bwd16d = cpu_rmsnorm_bwd16d,
     .swiglu_bwd_d16 = cpu_swiglu_bwd_d16,

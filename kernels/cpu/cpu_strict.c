@@ -1763,6 +1763,27 @@ static void s_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uin
         cpu()->rmsnorm_bwd16d(dinp, dinp16, dw, dout16, inp, w, rstd, N, C);
     leave();
 }
+static void s_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                               const float *dout, const uint16_t *dout16, const float *inp,
+                               const float *w, const float *mean, const float *rstd, int N, int C) {
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    if (!dout == !dout16) {
+        set_err("cpu-strict: %s: exactly one of dout and dout16 must be given%s%p", "layernorm_bwd16d",
+                ", dout16=", dout16);
+        leave();
+        return;
+    }
+    if (NEED_ALL("layernorm_bwd16d", {"dinp", dinp, NC}, {"dw", dw, (size_t)C * F},
+                 {"db", db, (size_t)C * F}, {"inp", inp, NC}, {"w", w, (size_t)C * F},
+                 {"mean", mean, (size_t)N * F}, {"rstd", rstd, (size_t)N * F}) &&
+        (dout16 ? NEED_ALL("layernorm_bwd16d", {"dout16", dout16, (size_t)N * C * 2})
+                : NEED_ALL("layernorm_bwd16d", {"dout", dout, NC})) &&
+        (!dinp16 || NEED_ALL("layernorm_bwd16d", {"dinp16", dinp16, (size_t)N * C * 2})) &&
+        (!dsum || NEED_ALL("layernorm_bwd16d", {"dsum", dsum, (size_t)C * F})))
+        cpu()->layernorm_bwd16d(dinp, dinp16, dw, db, dsum, dout, dout16, inp, w, mean, rstd, N, C);
+    leave();
+}
 #define S_GLU_BWD_D16(name)                                                                \
     static void s_##name(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16, \
                          int N, int H) {                                                   \
@@ -1905,6 +1926,7 @@ static const zt_backend strict_backend = {
     .layernorm_bwd16 = s_layernorm_bwd16,
     .rmsnorm_bwd16 = s_rmsnorm_bwd16,
     .rmsnorm_bwd16d = s_rmsnorm_bwd16d,
+    .layernorm_bwd16d = s_layernorm_bwd16d,
     .swiglu_bwd_d16 = s_swiglu_bwd_d16,
     .geglu_bwd_d16 = s_geglu_bwd_d16,
     .swiglu_bwd_dd16 = s_swiglu_bwd_dd16,

@@ -407,6 +407,9 @@ void zt_cuda_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db
                              const float *mean, const float *rstd, int N, int C);
 void zt_cuda_rmsnorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, const float *dout,
                            const float *inp, const float *w, const float *rstd, int N, int C);
+void zt_cuda_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                              const float *dout, const uint16_t *dout16, const float *inp,
+                              const float *w, const float *mean, const float *rstd, int N, int C);
 void zt_cuda_rmsnorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, const uint16_t *dout16,
                             const float *inp, const float *w, const float *rstd, int N, int C);
 void zt_cuda_swiglu_bwd_d16(float *dgu, uint16_t *dgu16, const float *dout, const uint16_t *gu16,

@@ -305,19 +305,22 @@ void zt_cuda_layernorm_fwd16(uint16_t *out16, float *tmp, float *mean, float *rs
     ZT_LAUNCHED("k_layernorm_fwd16");
 }
 
-/* One row of dinp (+=), by one warp (lane-strided sums, zt_warp_sum) */
-__device__ __forceinline__ void layernorm_bwd_row(float *dinp, const float *dout, const float *inp,
+/* One row of dinp (+=), by one warp (lane-strided sums, zt_warp_sum);
+ * Tout: dout's type (uint16_t: layernorm_bwd16d's bf16 gradient, widened
+ * exactly by col_ld) */
+template <typename Tout>
+__device__ __forceinline__ void layernorm_bwd_row(float *dinp, const Tout *dout, const float *inp,
                                                   const float *w, const float *mean,
                                                   const float *rstd, int row, int lane, int C,
                                                   uint16_t *dinp16) {
     const float *x = inp + (size_t)row * C;
-    const float *d = dout + (size_t)row * C;
+    const Tout *d = dout + (size_t)row * C;
     float *di = dinp + (size_t)row * C;
     const float m = mean[row], r = rstd[row];
     float sd = 0.0f, sdn = 0.0f;
     for (int c = lane; c < C; c += 32) {
         const float norm = (x[c] - m) * r;
-        const float dn = w[c] * d[c];
+        const float dn = w[c] * col_ld(&d[c]);
         sd += dn;
         sdn += dn * norm;
     }
@@ -327,7 +330,7 @@ __device__ __forceinline__ void layernorm_bwd_row(float *dinp, const float *dout
     const float mean_dnn = sdn / (float)C;
     for (int c = lane; c < C; c += 32) {
         const float norm = (x[c] - m) * r;
-        const float dn = w[c] * d[c];
+        const float dn = w[c] * col_ld(&d[c]);
         di[c] += (dn - mean_dn - norm * mean_dnn) * r;
         /* layernorm_bwd16: the accumulated value rounded beside it */
         if (dinp16) dinp16[(size_t)row * C + c] = zt_cvt_f32_to_bf16(di[c]);
@@ -341,17 +344,23 @@ __device__ __forceinline__ void layernorm_bwd_row(float *dinp, const float *dout
  * the group's rows to the chunk's partial dw, db in row order (double,
  * kept in pw / pb[p, c] between groups): the same rows in the same order
  * as a column's loop over the whole chunk, so bitwise those sums; the
- * group's rows were just read (on chip).  The barrier only keeps the warps
- * together: the column pass reads what the row pass reads, never dinp. */
+ * group's rows were just read (on chip).  With ps (layernorm_bwd16d's
+ * dsum) the column pass also adds the group's accumulated dinp values, the
+ * rows the warps have just written (the barrier makes them visible to the
+ * block), into ps[p, c]: k_colsum_part's chunks, order and precision over
+ * that dinp, so bitwise matmul_bwd's dbias of it.  Without ps the column
+ * pass reads what the row pass reads, never dinp. */
 #define ZT_NB_WARPS 16
 #define ZT_NB_THREADS (ZT_NB_WARPS * 32)
+template <typename Tout>
 __global__ void __launch_bounds__(ZT_NB_THREADS)
-k_layernorm_bwd(float *dinp, double *pw, double *pb, const float *dout, const float *inp,
-                const float *w, const float *mean, const float *rstd, int N, int C, int R,
-                uint16_t *dinp16) {
+k_layernorm_bwd(float *dinp, double *pw, double *pb, double *ps, const Tout *dout,
+                const float *inp, const float *w, const float *mean, const float *rstd, int N,
+                int C, int R, uint16_t *dinp16) {
     const int p = blockIdx.x, lane = threadIdx.x & 31;
     const int n0 = p * R, n1 = min(N, n0 + R);
     double *qw = pw + (size_t)p * C, *qb = pb + (size_t)p * C;
+    double *qs = ps ? ps + (size_t)p * C : NULL;
     for (int g0 = n0; g0 < n1; g0 += ZT_NB_WARPS) {
         const int row = g0 + (threadIdx.x >> 5), g1 = min(n1, g0 + ZT_NB_WARPS);
         if (row < g1) layernorm_bwd_row(dinp, dout, inp, w, mean, rstd, row, lane, C, dinp16);
@@ -359,42 +368,65 @@ k_layernorm_bwd(float *dinp, double *pw, double *pb, const float *dout, const fl
         for (int c = threadIdx.x; c < C; c += ZT_NB_THREADS) {
             double aw = g0 == n0 ? 0.0 : qw[c], ab = g0 == n0 ? 0.0 : qb[c];
             for (int n = g0; n < g1; n++) {
-                const float x = inp[(size_t)n * C + c], d = dout[(size_t)n * C + c];
+                const float x = inp[(size_t)n * C + c], d = col_ld(&dout[(size_t)n * C + c]);
                 aw += (double)((x - mean[n]) * rstd[n] * d);
                 ab += (double)d;
             }
             qw[c] = aw;
             qb[c] = ab;
+            if (qs) {
+                double as = g0 == n0 ? 0.0 : qs[c];
+                for (int n = g0; n < g1; n++) as += (double)dinp[(size_t)n * C + c];
+                qs[c] = as;
+            }
         }
     }
 }
 
-static void layernorm_bwd(float *dinp, uint16_t *dinp16, float *dw, float *db, const float *dout,
-                          const float *inp, const float *w, const float *mean, const float *rstd,
-                          int N, int C) {
+template <typename Tout>
+static void layernorm_bwd(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                          const Tout *dout, const float *inp, const float *w, const float *mean,
+                          const float *rstd, int N, int C) {
     if (N <= 0 || C <= 0) return;
     int R;
     const int P = col_chunks(N, &R);
     const size_t pbytes = zt_al256((size_t)P * C * sizeof(double));
-    char *s = (char *)zt_cuda_scratch(zt_cuda_ws_layernorm_bwd(N, C), "layernorm backward");
+    char *s = (char *)zt_cuda_scratch(dsum ? zt_cuda_ws_layernorm_bwd_sum(N, C)
+                                           : zt_cuda_ws_layernorm_bwd(N, C),
+                                      "layernorm backward");
     if (!s) return;
     double *pw = (double *)s, *pb = (double *)(s + pbytes);
-    k_layernorm_bwd<<<P, ZT_NB_THREADS, 0, zt_cu.stream>>>(dinp, pw, pb, dout, inp, w, mean, rstd, N,
-                                                           C, R, dinp16);
+    double *ps = dsum ? (double *)(s + 2 * pbytes) : NULL;
+    k_layernorm_bwd<Tout><<<P, ZT_NB_THREADS, 0, zt_cu.stream>>>(dinp, pw, pb, ps, dout, inp, w,
+                                                                 mean, rstd, N, C, R, dinp16);
     if (!ZT_LAUNCHED("k_layernorm_bwd")) return;
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
         dw, pw, db, pb, P, C);
-    ZT_LAUNCHED("k_colsum_final");
+    if (!ZT_LAUNCHED("k_colsum_final")) return;
+    if (dsum) zt_cuda_colsum_final(dsum, ps, P, C);
 }
 
 void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int N, int C) {
-    layernorm_bwd(dinp, NULL, dw, db, dout, inp, w, mean, rstd, N, C);
+    layernorm_bwd(dinp, (uint16_t *)NULL, dw, db, (float *)NULL, dout, inp, w, mean, rstd, N, C);
 }
 void zt_cuda_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *db,
                              const float *dout, const float *inp, const float *w,
                              const float *mean, const float *rstd, int N, int C) {
-    layernorm_bwd(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
+    layernorm_bwd(dinp, dinp16, dw, db, (float *)NULL, dout, inp, w, mean, rstd, N, C);
+}
+/* layernorm_bwd16d (backend.h): the same kernel on dout16 (or dout), with
+ * the column sums of the accumulated dinp where dsum is given */
+void zt_cuda_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
+                              const float *dout, const uint16_t *dout16, const float *inp,
+                              const float *w, const float *mean, const float *rstd, int N, int C) {
+    if (!dout == !dout16) {
+        zt_cuda_fail(__FILE__, __LINE__, "layernorm_bwd16d", "exactly one of dout and dout16 must be given",
+                     "(nothing computed)");
+        return;
+    }
+    if (dout16) layernorm_bwd(dinp, dinp16, dw, db, dsum, dout16, inp, w, mean, rstd, N, C);
+    else layernorm_bwd(dinp, dinp16, dw, db, dsum, dout, inp, w, mean, rstd, N, C);
 }
 
 /* ------------------------------------------------------------ GELU */

@@ -96,6 +96,11 @@ static inline size_t zt_cuda_ws_layernorm_bwd(int N, int C) {
     if (N <= 0 || C <= 0) return 0;
     return 2 * zt_cuda_ws_al256((size_t)zt_cuda_ws_col_chunks(N, NULL) * (size_t)C * sizeof(double));
 }
+/* layernorm_bwd16d with dsum: a third such array, the column sums' partials */
+static inline size_t zt_cuda_ws_layernorm_bwd_sum(int N, int C) {
+    if (N <= 0 || C <= 0) return 0;
+    return 3 * zt_cuda_ws_al256((size_t)zt_cuda_ws_col_chunks(N, NULL) * (size_t)C * sizeof(double));
+}
 /* Attention on tensor cores (bf16 matmul mode, cuda_attention.cu): per
  * sequence, the scores of kc kv-head columns at a time, [kc, T, T] fp32
  * scores next to [kc, T, T] bf16 probabilities, within this budget.  kc is
