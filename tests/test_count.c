@@ -379,6 +379,23 @@ static void formulas(void) {
         check_kernel("layernorm_bwd16", "k_layernorm_bwd", 1, 17 * N * C,
                      4 * N * C * 4 + N * C * 2 + C * 4 + 2 * N * 4 + 2 * P * C * 8);
         tap_ok(tot().launches == 2, "layernorm_bwd16: 2 launches");
+        /* layernorm_bwd16d: dout read in bf16 (N C h for N C f); dinp16
+         * NULL: no bf16 copy; dsum: N C FLOPs and a third P C 8 of
+         * partials more, and a second k_colsum_final of that array */
+        zt_count_reset();
+        K->layernorm_bwd16d(y, d16, dw, b, NULL, NULL, FAKE(uint16_t, 11), w, FAKE(float, 7),
+                            FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("layernorm_bwd16d dout16", "k_layernorm_bwd", 1, 17 * N * C,
+                     3 * N * C * 4 + N * C * 2 + N * C * 2 + C * 4 + 2 * N * 4 + 2 * P * C * 8);
+        tap_ok(tot().launches == 2, "layernorm_bwd16d dout16: 2 launches");
+        zt_count_reset();
+        K->layernorm_bwd16d(y, NULL, dw, b, FAKE(float, 12), x, NULL, w, FAKE(float, 7),
+                            FAKE(float, 8), FAKE(float, 9), 6, 5);
+        check_kernel("layernorm_bwd16d dsum", "k_layernorm_bwd", 1, 18 * N * C,
+                     4 * N * C * 4 + C * 4 + 2 * N * 4 + 3 * P * C * 8);
+        check_kernel("layernorm_bwd16d dsum", "k_colsum_final", 2, 3 * P * C,
+                     3 * P * C * 8 + 6 * C * 4);
+        tap_ok(tot().launches == 3, "layernorm_bwd16d dsum: 3 launches");
         zt_count_reset();
         K->rmsnorm_bwd(y, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
         check_kernel("rmsnorm_bwd", "k_rmsnorm_bwd", 1, 11 * N * C,
@@ -761,6 +778,8 @@ typedef struct w16_mem {
     long bacc16;                /* matmul_bwd_acc16 calls */
     long anb16, an16;           /* add_rmsnorm_fwd16b and add_rmsnorm_fwd16 calls */
     long rbd, rmsb;             /* rmsnorm_bwd16d calls; rmsnorm_bwd + _bwd16 + _bwd16d calls */
+    long lbd, lnb;              /* layernorm_bwd16d calls; layernorm_bwd + _bwd16 + _bwd16d calls */
+    long cpart;                 /* k_colsum_part launches */
     long gdd16, gd16;           /* swiglu_bwd_dd16 + geglu_bwd_dd16 calls; swiglu_bwd_d16 +
                                  * geglu_bwd_d16 calls */
     long qkb, hnb;              /* qknorm_rope_bwd16 and headnorm_bwd calls */
@@ -808,7 +827,8 @@ static const struct {
     {17179869184ULL, "ZT_TEST_NO_DH16"},
     {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"},
     {137438953472ULL, "ZT_TEST_NO_LGRAD16"}, {274877906944ULL, "ZT_TEST_NO_LO16"},
-    {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"}};
+    {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"},
+    {2199023255552ULL, "ZT_TEST_NO_GPTN16"}, {4398046511104ULL, "ZT_TEST_NO_LNSUM"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
@@ -1041,6 +1061,9 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->bo16 = t.calls[ZT_CE_matmul_bwd_o16];
     mem->rbd = t.calls[ZT_CE_rmsnorm_bwd16d];
     mem->rmsb = t.calls[ZT_CE_rmsnorm_bwd] + t.calls[ZT_CE_rmsnorm_bwd16] + mem->rbd;
+    mem->lbd = t.calls[ZT_CE_layernorm_bwd16d];
+    mem->lnb = t.calls[ZT_CE_layernorm_bwd] + t.calls[ZT_CE_layernorm_bwd16] + mem->lbd;
+    mem->cpart = launches_of_k(k, nk, "k_colsum_part");
     mem->gdd16 = t.calls[ZT_CE_swiglu_bwd_dd16] + t.calls[ZT_CE_geglu_bwd_dd16];
     mem->gd16 = t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
     mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
@@ -1296,12 +1319,15 @@ static int w16_case_run(w16_pair *p, const w16_kind *k, const w16_case *c, w16_b
 static w16_bits w16_dh32(const char *shape) {
     return !strncmp(shape, "llama", 5) ? 17179869184ULL : 0;
 }
-/* ZT_TEST_NO_DOUT16N's bit for a Llama shape (else 0), and ZT_TEST_NO_DH16's
- * (w16_dh32): the sections whose counts and bitwise losses are those of the
- * fp32 norm-output gradient (q|k|v's and gate|up's dinp in fp32) and of the
- * fp32 dh set them in both runs; the bf16 gradients, not bitwise, are
- * bf16_dout16n's and bf16_dh16's */
+/* ZT_TEST_NO_DOUT16N's bit for a Llama shape, and ZT_TEST_NO_DH16's
+ * (w16_dh32); for a GPT-2 shape ZT_TEST_NO_GPTN16's and ZT_TEST_NO_LNSUM's:
+ * the sections whose counts and bitwise losses are those of the fp32
+ * norm-output gradient (q|k|v's and gate|up's, GPT-2's fc's and q|k|v's
+ * dinp in fp32), of the fp32 dh and of the projection's own bias column sum
+ * set them in both runs; the bf16 gradients, not bitwise, are
+ * bf16_dout16n's, bf16_dh16's and gpt_norm16's, the bias sums gpt_norm16's */
 static w16_bits w16_dout32(const char *shape) {
+    if (!strncmp(shape, "gpt2", 4)) return 2199023255552ULL | 4398046511104ULL;
     return !strncmp(shape, "llama", 5) ? 8589934592ULL | w16_dh32(shape) : 0;
 }
 
@@ -4067,6 +4093,102 @@ static void bf16_dout16n(void) {
     g_w16_inner = NULL;
 }
 
+/* ------------------------------------------------------------ GPT-2's norms' bf16 output gradient
+ * GPT-2's fc and q|k|v GEMMs (full fine-tuning; fc's output gradient in
+ * bf16 through the GELU, ZT_W16_G16; q|k|v's where the attention backward
+ * writes it in bf16, cuDNN's path) writing their input gradient in bf16
+ * (matmul_bwd_o16, not matmul_bwd_d16) and ln_2's / ln_1's backward reading
+ * it (layernorm_bwd16d, not layernorm_bwd16 / layernorm_bwd), against the
+ * fp32 gradient (ZT_TEST_NO_GPTN16=1; both runs ZT_TEST_NO_LNSUM=1, the
+ * projection's own bias column sum).  NOT bitwise: that gradient rounded to
+ * bf16 once, as Llama's (bf16_dout16n: the same bounds, ACT16_*_TOL).  Over
+ * the cpu backend fc's path only (its attention gradient is fp32), over the
+ * bf16-gradient backend (g_bf16g) both: per step and block n = 4 L (a path)
+ * layernorm_bwd16d and matmul_bwd_o16 calls more, as many matmul_bwd_d16
+ * fewer, the norm backward calls the same, fewer bytes moved, the weight
+ * roundings and the activations' peak and plan the same (the bf16 gradient
+ * over d4b / d4a, the GEMM's fp32 scratch dbuf).  Checkpointed at stage 3.
+ * Bitwise and the same counts where not taken: LoRA all-linear, the fp32
+ * activations (ZT_TEST_NO_ACT16), Llama.
+ * Then the attention projection's bias gradient summed by ln_2's backward
+ * (ZT_W16_LNSUM, layernorm_bwd16d's dsum) against its own column sum
+ * (ZT_TEST_NO_LNSUM=1): BITWISE every loss and gradient norm and, at stages
+ * 0 and 1, the last step's gradient block; per step and block one
+ * k_colsum_part fewer (the k_colsum_final launches the same: ln_2's second
+ * one for the projection's), fewer bytes; with the bf16 norm gradient
+ * (the default) and without it (then ln_2's backward is a layernorm_bwd16d
+ * call on the fp32 gradient: n more), over both backends; not taken (the
+ * same counts): LoRA, the fp32 activations, Llama. */
+static void gpt_norm16(void) {
+    static const w16_kind kind = {2199023255552ULL, " with and without GPT-2's norms' bf16 output gradient",
+                                  "fp32 gradient's", "fc's and q|k|v's dinp rounded to bf16"};
+    static const w16_kind same = {2199023255552ULL,
+                                  " with and without GPT-2's norms' bf16 output gradient (not taken)",
+                                  "fp32 gradient's", NULL};
+    static const w16_kind sum = {4398046511104ULL, " with and without the c_proj bias summed by ln_2",
+                                 "projection's column sum's", NULL};
+    static const w16_kind sum0 = {4398046511104ULL,
+                                  " with and without the c_proj bias summed by ln_2 (not taken)",
+                                  "projection's column sum's", NULL};
+    /* (fc, qkv: fc's and q|k|v's paths taken over the bf16-gradient
+     * backend; over the cpu q|k|v's never) */
+    static const struct { w16_case c; int fc, qkv; } cases[] = {
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 1, 1},
+        {{"gpt2:2,2,32,64,2,16", 1, NULL, 0}, 1, 1},
+        {{"gpt2:2,2,32,64,2,16", 3, w16_ck, 0}, 1, 1},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 2}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0, 0}};
+    bf16g_init();
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_bf16g : NULL;
+        const char *tail = b16 ? " (bf16-gradient backend)" : " (cpu)";
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const w16_case *c = &cases[i].c;
+            const int paths = cases[i].fc + (b16 ? cases[i].qkv : 0);
+            w16_pair p;
+            char what[192];
+            if (w16_case_run(&p, paths ? &kind : &same, c, c->arg | 4398046511104ULL, NULL, tail, what,
+                             sizeof what)) {
+                const long n = 4L * p.s.L * paths;
+                tap_ok(p.ma.lbd == n && p.mb.lbd == 0 && p.ma.bo16 - p.mb.bo16 == n &&
+                           p.ma.lnb == p.mb.lnb && p.mb.bwds - p.ma.bwds == n &&
+                           (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                           w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
+                       "%s: %ld layernorm_bwd16d (%ld expected, %ld without), %ld matmul_bwd_o16 (%ld "
+                       "without), %ld other backward GEMM calls (%ld without), %ld norm backward calls "
+                       "(%ld without), %.0f bytes moved (%.0f without), activations' peak %llu bytes "
+                       "(%llu without)",
+                       what, p.ma.lbd, n, p.mb.lbd, p.ma.bo16, p.mb.bo16, p.ma.bwds, p.mb.bwds,
+                       p.ma.lnb, p.mb.lnb, p.ma.all_b, p.mb.all_b,
+                       (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak);
+            }
+            /* the bias sums: with the bf16 norm gradient (no bit) and without */
+            const int on = paths > 0 || (cases[i].fc && !b16);
+            for (int n16 = 0; n16 < 2; n16++) {
+                const w16_bits nb = c->arg | (n16 ? 2199023255552ULL : 0);
+                if (!w16_case_run(&p, on ? &sum : &sum0, c, nb, NULL, tail, what, sizeof what)) continue;
+                const long n = on ? 4L * p.s.L : 0;
+                /* (without the bf16 norm gradient ln_2's backward is a
+                 * layernorm_bwd16d call only for the sums) */
+                const long lb = n16 ? n : 0;
+                const int grads = p.ma.ghave == p.mb.ghave && (!p.ma.ghave || p.ma.ghash == p.mb.ghash) &&
+                                  (c->stage > 1 || c->extra == w16_lora || p.ma.ghave);
+                tap_ok(p.mb.cpart - p.ma.cpart == n && p.ma.final_k == p.mb.final_k &&
+                           p.ma.lbd - p.mb.lbd == lb && p.ma.lnb == p.mb.lnb && grads &&
+                           (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                           w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
+                       "%s: %ld k_colsum_part (%ld without, %ld fewer expected), %ld k_colsum_final (%ld "
+                       "without), %ld layernorm_bwd16d (%ld without), the last gradient block %s, %.0f "
+                       "bytes moved (%.0f without)",
+                       what, p.ma.cpart, p.mb.cpart, n, p.ma.final_k, p.mb.final_k, p.ma.lbd, p.mb.lbd,
+                       p.ma.ghave ? "bitwise" : "(stage 3 or LoRA: not kept)", p.ma.all_b, p.mb.all_b);
+            }
+        }
+    }
+    g_w16_inner = NULL;
+}
+
 /* ------------------------------------------------------------ the down projection's bf16 dh
  * Llama's and Gemma's down projection, where its output's gradient is bf16,
  * it has no adapters and gate|up's gradient is written in bf16, writing its
@@ -4678,7 +4800,10 @@ static void bf16_gelu_grad(void) {
         const w16_case *c = &w16_common[i];
         w16_pair p;
         char what[96];
-        if (!w16_case_run(&p, &kind, c, 0, NULL, NULL, what, sizeof what)) continue;
+        /* (GPT-2's fp32 norm-output gradient, w16_dout32: fc's bf16 input
+         * gradient needs the bf16 GELU gradient) */
+        if (!w16_case_run(&p, &kind, c, w16_dout32(c->shape), NULL, NULL, what, sizeof what))
+            continue;
         const long n = !p.s.llama && c->extra != w16_lora ? 4L * p.s.L : 0;
         tap_ok(p.ma.g16 == n && p.mb.g16 == 0 && p.mb.from16 - p.ma.from16 == n && p.rb - p.ra == n &&
                    w16_same(&p, W16_SAME_A16 | W16_SAME_D16 | W16_SAME_ACTS),
@@ -5263,6 +5388,7 @@ static void cudnn_model(void) {
      * bf16_dout16n counts those.  And ZT_TEST_NO_LBRANCH16=1: o's adapters'
      * delta in fp32, not a matmul_bwd_o16 call a block; lora_branch16.) */
     setenv("ZT_TEST_NO_DOUT16N", "1", 1);
+    setenv("ZT_TEST_NO_GPTN16", "1", 1);   /* (GPT-2's: fc's and q|k|v's, gpt_norm16) */
     setenv("ZT_TEST_NO_DH16", "1", 1);   /* (and down's fp32 dh: no matmul_bwd_o16 of its) */
     setenv("ZT_TEST_NO_LBRANCH16", "1", 1);
     static const char *const do_shapes[] = {"gpt2:2,4,64,512,2,96", "llama:2,4,2,64,96,512,2,96"};
@@ -5375,6 +5501,7 @@ static void cudnn_model(void) {
         if (rc_e == ZT_OK) cm_counts_free(&e);
     }
     unsetenv("ZT_TEST_NO_DOUT16N");
+    unsetenv("ZT_TEST_NO_GPTN16");
     unsetenv("ZT_TEST_NO_DH16");
     unsetenv("ZT_TEST_NO_LBRANCH16");
     cm_counts_free(&a);
@@ -5796,6 +5923,7 @@ int main(int argc, char **argv) {
     lora_grad16();
     lora_o16();
     bf16_dout16n();
+    gpt_norm16();
     bf16_dh16();
     lora_keeph();
     lora_qkv16();
