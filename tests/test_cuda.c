@@ -813,6 +813,54 @@ static void test_norm16(int N, int C) {
                 tap_ok(SAME(r1, r2, nn * 4) && (n16 || SAME(o1, o2, nn * 2)) && SAME(w1, w2, C * 4),
                        "%s", name);
             }
+            /* layernorm_bwd16d: the output gradient in bf16 (b rounded, in
+             * o2) bitwise layernorm_bwd on its widened values (in y), dinp16
+             * (o1) its dinp rounded, and with dinp16 NULL; then the fp32
+             * dout with the column sums of the accumulated dinp (dsum, onto
+             * 0.5): bitwise the dbias matmul_bwd takes of that dinp (dinp
+             * skipped; its dW into scratch [C, C]) */
+            float *q1 = k ? xmalloc((size_t)C * 4) : gpu->alloc((size_t)C * 4);
+            float *q2 = k ? xmalloc((size_t)C * 4) : gpu->alloc((size_t)C * 4);
+            float *cc = k ? xmalloc((size_t)C * C * 4) : gpu->alloc((size_t)C * C * 4);
+            float *half = fvec(C, 0.0);
+            for (int i = 0; i < C; i++) half[i] = 0.5f;
+            for (int v = 0; v < 4; v++) {   /* 0, 1: dout16 (1: no dinp16); 2: dout, dsum; 3: dout16, dsum */
+                const int d16 = v != 2, sum = v >= 2;
+                be->to_bf16(o2, Bv, nn);
+                be->from_bf16(y, o2, nn);
+                be->copy(r1, Bv, nn * 4);
+                be->copy(r2, Bv, nn * 4);
+                be->zero(w1, C * 4); be->zero(w2, C * 4); be->zero(c1, C * 4); be->zero(c2, C * 4);
+                if (k) {
+                    memcpy(q1, half, (size_t)C * 4);
+                    memcpy(q2, half, (size_t)C * 4);
+                } else {
+                    gpu->to_device(q1, half, (size_t)C * 4);
+                    gpu->to_device(q2, half, (size_t)C * 4);
+                }
+                be->layernorm_bwd16d(r1, v == 1 ? NULL : o1, w1, c1, sum ? q1 : NULL, d16 ? NULL : Bv,
+                                     d16 ? o2 : NULL, A, W, m1, s1, N, C);
+                be->layernorm_bwd(r2, w2, c2, d16 ? y : Bv, A, W, m1, s1, N, C);
+                if (sum) {
+                    be->zero(cc, (size_t)C * C * 4);
+                    be->matmul_bwd(NULL, cc, q2, r2, A, cc, N, C, C);
+                }
+                be->to_bf16(o2, r2, nn);
+                snprintf(name, sizeof name,
+                         "%slayernorm_bwd16d N=%d C=%d%s%s: bitwise layernorm_bwd on the %s dout%s%s", who,
+                         N, C, d16 ? " (dout16)" : " (dout)", v == 1 ? " (no dinp16)" : "",
+                         d16 ? "widened bf16" : "fp32", v == 1 ? "" : ", dinp16 its dinp rounded",
+                         sum ? ", dsum matmul_bwd's dbias of that dinp" : "");
+                tap_ok(SAME(r1, r2, nn * 4) && (v == 1 || SAME(o1, o2, nn * 2)) && SAME(w1, w2, C * 4) &&
+                           SAME(c1, c2, C * 4) && (!sum || SAME(q1, q2, (size_t)C * 4)),
+                       "%s", name);
+            }
+            free(half);
+            void *wq[] = {q1, q2, cc};
+            for (size_t i = 0; i < 3; i++) {
+                if (k) free(wq[i]);
+                else gpu->free(wq[i]);
+            }
             void *wb[] = {w1, w2, c1, c2};
             for (size_t i = 0; i < 4; i++) {
                 if (k) free(wb[i]);
@@ -4525,6 +4573,7 @@ int main(void) {
     test_add_norm(5, 100);               /* several elements a lane */
     test_norm16(37, 13);
     test_norm16(5, 100);                 /* several elements a lane */
+    test_norm16(600, 24);                /* 19 row chunks of 32 rows, two row groups each */
     for (int impl = 1; impl >= 0; impl--) {
         test_matmul(37, 13, 9, impl, ZT_MATMUL_FP32, 0);
         test_matmul(64, 96, 80, impl, ZT_MATMUL_FP32, 1);
