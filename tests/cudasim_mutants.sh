@@ -631,6 +631,29 @@ mutant dgelu-d16-dout-rounded kernels/cuda/cuda_matmul.cu \
 mutant ln16-bwd-inc kernels/cuda/cuda_nn.cu \
     'if \(dinp16\) dinp16\[\(size_t\)row \* C \+ c\] = zt_cvt_f32_to_bf16\(\Kdi\[c\](?=\);)' '(dn - mean_dn - norm * mean_dnn) * r'
 
+# layernorm_bwd16d's dsum: the column pass adds the input's values, not the
+# accumulated dinp's
+mutant lnsum-inp kernels/cuda/cuda_nn.cu \
+    'for \(int n = g0; n < g1; n\+\+\) as \+= \(double\)\Kdinp(?=\[\(size_t\)n \* C \+ c\];)' 'inp'
+
+# layernorm_bwd16d's dsum: the chunk's partial restarted at each group of rows
+mutant lnsum-restart kernels/cuda/cuda_nn.cu \
+    'double as = \Kg0 == n0 \? 0\.0 : qs\[c\](?=;)' '0.0'
+
+# layernorm_bwd16d's dsum: its final sums added to dw, not dsum
+mutant lnsum-final kernels/cuda/cuda_nn.cu \
+    'if \(dsum\) zt_cuda_colsum_final\(\Kdsum(?=, ps, P, C\);)' 'dw'
+
+# k_layernorm_bwd: no barrier between the row pass and the column pass (the
+# column pass of dsum reads the dinp rows other warps are writing)
+mutant lnsum-no-barrier kernels/cuda/cuda_nn.cu \
+    'if \(row < g1\) layernorm_bwd_row\(dinp, dout, inp, w, mean, rstd, row, lane, C, dinp16\);\n\K        __syncthreads\(\);\n' ''
+
+# layernorm_bwd16d: dout16 widened with its low 4 mantissa bits dropped
+# (col_ld is k_colsum16_part's widening too)
+mutant ln16d-widen kernels/cuda/cuda_nn.cu \
+    'float col_ld\(const uint16_t \*p\) \{ return zt_cvt_bf16_to_f32\(\K\*p(?=\); \})' '(uint16_t)(*p & 0xfff0)'
+
 # rmsnorm_bwd16: the bf16 row at row, not row * C (every row but 0 misplaced)
 mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \
     'uint16_t \*d16 = dinp16 \+ \K\(size_t\)row \* C(?=;)' '(size_t)row'

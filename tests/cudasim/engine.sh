@@ -296,6 +296,52 @@ HOOK=ZT_TEST_NO_QKB16 PER=4 BOTH=ZT_TEST_NO_DOUT16N=1 \
     WHAT="k_sdpa_widen, k_rope, 2 k_headnorm_bwd and k_round_bf16 for k_qknorm_rope_bwd16 a block" \
     do16 qwen3 "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64 --ztrain.model.qk_norm true
 
+# ---- GPT-2's attention projection's bias gradient summed by ln_2's backward (config.h
+# ZT_W16_LNSUM, backend.h layernorm_bwd16d's dsum): bitwise the projection's own column sum
+# (ZT_TEST_NO_LNSUM=1), one k_colsum_part a block and step fewer, each run's device peak the
+# planner's (layernorm_bwd16d's third array of partials in the kernel workspace)
+HOOK=ZT_TEST_NO_LNSUM WHAT="the attention projection's k_colsum_part a block, summed by ln_2" \
+    do16 lnsum "$G" tiny.json
+# ---- GPT-2's norms' output gradient in bf16 (config.h ZT_W16_GPTN16): fc's and q|k|v's GEMMs
+# writing their input gradient in bf16 (matmul_bwd_o16; q|k|v's on cuDNN's bf16 dQ|dK|dV) and
+# ln_2's / ln_1's backward reading it (layernorm_bwd16d), bf16 at stage 1, checkpointed, 2
+# micro-batches a step, against ZT_TEST_NO_GPTN16=1 (the fp32 gradient): NOT bitwise (that
+# gradient rounded once), so the logged losses within 2^-12 and the gradient norms within 2^-9
+# relative, the same launches, each run's device peak the planner's (no buffer added)
+gptn16() {  # gptn16 DIR: runs in DIR (its c_train.bin), with and without the hook
+    local dir=$1 h la lb why="" d
+    [ -f "$dir/c_train.bin" ] || { ok 1 "gptn16: no $dir/c_train.bin (its group did not run)"; return; }
+    for h in 0 1; do
+        local hook=()
+        [ $h = 1 ] && hook=(ZT_TEST_NO_GPTN16=1)
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
+            timeout -s KILL 600 "$sim" train --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin \
+            --batch-size 8 --micro-batch 4 --grad-accum 2 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
+            --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
+            --stage 1 --act-ckpt blocks --ckpt-dir "gptn16_ck_$h" --metrics "gptn16_$h.jsonl" --memory-report \
+            > "gptn16_$h.out" 2>&1) || why="$why run $h failed (exit $?);"
+    done
+    grep -q '^attention: cuDNN fused attention' "$dir/gptn16_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
+    d=$(python3 - "$dir/gptn16_0.jsonl" "$dir/gptn16_1.jsonl" <<'PY'
+import json, sys
+def recs(p):
+    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+dl = max(abs(x[1] - y[1]) / abs(y[1]) for x, y in zip(a, b)) if a and b else 1
+dg = max(abs(x[2] - y[2]) / abs(y[2]) for x, y in zip(a, b)) if a and b else 1
+print("%.3g %.3g" % (dl, dg))
+sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
+PY
+    ) || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
+    la=$(launches "$dir/gptn16_0.out")
+    lb=$(launches "$dir/gptn16_1.out")
+    [ -n "$la" ] && [ "$la" = "$lb" ] || why="$why launches $la vs $lb;"
+    why="$why$(peaks_why "$dir/gptn16_")"
+    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/gptn16_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "gptn16 GPT-2 stage 1 checkpointed: after 4 steps losses and gradient norms within 2^-12 / 2^-9 of ZT_TEST_NO_GPTN16=1, not bitwise (max ${d:-?}), launches $la (the same with the hook), each run's device peak the planner's${why:+: $why}"
+}
+gptn16 "$G"
+
 # ---- LoRA's q|k|v gradient in bf16 (libtrain/arch.h zt_lora_dq16_of): the Llama with adapters on
 # every linear layer, bf16 at stage 0, on cuDNN's path (ZT_CUDA_DETERMINISTIC=0): cuDNN writes
 # dQ|dK|dV in bf16 (gqa_ext_bwd16d), RoPE's backward rotates them in bf16 (rope_bwd16) and the
