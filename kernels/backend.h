@@ -530,6 +530,22 @@ typedef struct zt_backend {
     void (*matmul_fwd_o16)(uint16_t *out16, float *tmp, const float *inp, const uint16_t *inp16,
                            const float *w, const uint16_t *w16, const float *bias, int N, int C,
                            int OC);
+    /* matmul_gelu_fwd_o16: GPT-2's fc and GELU with both outputs in bf16:
+     * pre16[N,OC] = bf16(pre) and out16[N,OC] = bf16(gelu(pre)), pre = inp
+     * @ w^T + bias the fp32 result matmul_fwd_o16 rounds (inp16 / w16 as
+     * there): bitwise matmul_gelu_fwd (its _a16 / _w16 forms) followed by
+     * to_bf16 of out and of pre.  NOT gelu_fwd16 of matmul_fwd_o16's output
+     * (the GELU of the rounded pre).  tmp[N,OC]: fp32 scratch (the cpu
+     * backends compute in it; cuda's fallback).  cuda: one cuBLASLt GEMM,
+     * epilogue GELU_AUX_BIAS with a bf16 D (the GELU) and its aux in D's
+     * type (pre); where Lt has no such algorithm, without a bias, or with
+     * the aux or the bias not 16-byte aligned: matmul_fwd into tmp, then
+     * k_gelu_fwd16p (both roundings from the fp32 pre).  bf16 matmul mode
+     * only.  Optional (NULL: the caller takes matmul_fwd_o16 and
+     * gelu_fwd16). */
+    void (*matmul_gelu_fwd_o16)(uint16_t *out16, uint16_t *pre16, float *tmp, const float *inp,
+                                const uint16_t *inp16, const float *w, const uint16_t *w16,
+                                const float *bias, int N, int C, int OC);
     /* gelu_fwd16: out16[n] = bf16(gelu_fwd(fp32(in16))); tmp[n] */
     void (*gelu_fwd16)(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n);
     /* swiglu_fwd16 / geglu_fwd16: out16[N,H] = bf16(swiglu_fwd / geglu_fwd

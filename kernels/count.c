@@ -42,7 +42,7 @@ enum {
     K_RMSNORM_BWD_DX, K_RMSNORM_BWD_PART, K_HEADNORM_FWD, K_HEADNORM_BWD_PART, K_HEADNORM_BWD_DX,
     K_LAYERNORM_BWD, K_RMSNORM_BWD, K_HEADNORM_BWD, K_ROPE, K_SWIGLU_FWD, K_SWIGLU_BWD, K_GEGLU_FWD, K_GEGLU_BWD, K_SOFTCAP_FWD, K_SOFTCAP_BWD,
     K_GELU_FWD, K_GELU_BWD, K_GELU_FWD16, K_SWIGLU_FWD16, K_SWIGLU_BWD16, K_GEGLU_FWD16,
-    K_GELU_FWD16R, K_SWIGLU_FWD16R, K_GEGLU_FWD16R,
+    K_GELU_FWD16R, K_SWIGLU_FWD16R, K_GEGLU_FWD16R, K_GELU_FWD16P,
     K_GEGLU_BWD16, K_ADD, K_SCALE, K_DROPOUT, K_XENT_FWD, K_XENT_BWD, K_XENT_FUSED, K_ADAMW, K_SUM,
     K_SUMSQ, K_NONFINITE, K_TO_BF16, K_FROM_BF16, K_TO_F16, K_FROM_F16, K_NF4, K_ATT_TC_ROUND,
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
@@ -111,6 +111,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_SWIGLU_BWD16] = {"k_swiglu_bwd16", ZT_CC_STREAM},
     [K_GEGLU_FWD16] = {"k_geglu_fwd16", ZT_CC_STREAM},
     [K_GELU_FWD16R] = {"k_gelu_fwd16r", ZT_CC_STREAM},
+    [K_GELU_FWD16P] = {"k_gelu_fwd16p", ZT_CC_STREAM},
     [K_SWIGLU_FWD16R] = {"k_swiglu_fwd16r", ZT_CC_STREAM},
     [K_GEGLU_FWD16R] = {"k_geglu_fwd16r", ZT_CC_STREAM},
     [K_GEGLU_BWD16] = {"k_geglu_bwd16", ZT_CC_STREAM},
@@ -1921,6 +1922,34 @@ static void c_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, floa
     if (g_inner) g_inner->gelu_fwd16r(out16, in16, in, tmp, n);
     if (n) rec(K_GELU_FWD16R, 9 * D(n), D(n) * (F + 2 * H));
 }
+/* matmul_gelu_fwd_o16 (cuda_matmul.cu, bf16 mode): with a bias, both
+ * 16-byte aligned and the aux ld (OC) a multiple of 8, one cuBLASLt GEMM
+ * with GELU_AUX_BIAS, its D and aux in bf16 (2 N OC h written, 9 N OC
+ * FLOPs of the GELU, the bias read); else matmul_fwd into tmp and
+ * k_gelu_fwd16p (9 N OC FLOPs; N OC f read, 2 N OC h written).  (fp32
+ * mode: cuda records an error and computes nothing.) */
+static void c_matmul_gelu_fwd_o16(uint16_t *out16, uint16_t *pre16, float *tmp, const float *inp,
+                                  const uint16_t *inp16, const float *w, const uint16_t *w16,
+                                  const float *bias, int N, int C, int OC) {
+    call(ZT_CE_matmul_gelu_fwd_o16);
+    if (g_inner) g_inner->matmul_gelu_fwd_o16(out16, pre16, tmp, inp, inp16, w, w16, bias, N, C, OC);
+    if (N <= 0 || OC <= 0 || g_mode != ZT_MATMUL_BF16) return;
+    const void *ww = w16_of(w16), *xx = inp16 ? x16_of(inp16) : NULL;
+    const double nm = D(N) * D(OC);
+    if (C > 0 && bias && gelu_epi_ok(pre16, OC, bias)) {
+        if (!(g_whatif & ZT_COUNT_WHATIF_BF16_OPERANDS)) {
+            if (!ww) rec(K_ROUND_BF16, 0, D(OC) * D(C) * (F + H));
+            else if ((uintptr_t)ww & 255) rec(K_MEMCPY, 0, D(OC) * D(C) * 2 * H);
+            if (!xx) rec(K_ROUND_BF16, 0, D(N) * D(C) * (F + H));
+            else if ((uintptr_t)xx & 255) rec(K_MEMCPY, 0, D(N) * D(C) * 2 * H);
+        }
+        rec(K_GEMM_BF16, 2 * D(OC) * D(N) * D(C) + 9 * nm,
+            (D(OC) * D(C) + D(C) * D(N)) * H + 2 * nm * H + D(OC) * F);
+        return;
+    }
+    mm_fwd(N, C, OC, bias, ww, xx);
+    rec(K_GELU_FWD16P, 9 * nm, nm * (F + 2 * H));
+}
 static void c_swiglu_fwd16r(uint16_t *out16, uint16_t *gu16, float *gu, float *tmp2, int N,
                             int H_) {
     call(ZT_CE_swiglu_fwd16r);
@@ -2637,7 +2666,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->layernorm_bwd16 = c_layernorm_bwd16;
     t->rmsnorm_bwd16 = c_rmsnorm_bwd16;
     t->rmsnorm_bwd16d = c_rmsnorm_bwd16d;
-    t->layernorm_bwd16d = c_layernorm_bwd16d;
+    if (!inner || inner->layernorm_bwd16d) t->layernorm_bwd16d = c_layernorm_bwd16d;
     t->swiglu_bwd_d16 = c_swiglu_bwd_d16;
     t->geglu_bwd_d16 = c_geglu_bwd_d16;
     t->swiglu_bwd_dd16 = c_swiglu_bwd_dd16;
@@ -2645,6 +2674,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->swiglu_fwd16 = c_swiglu_fwd16;
     t->geglu_fwd16 = c_geglu_fwd16;
     if (!inner || inner->gelu_fwd16r) t->gelu_fwd16r = c_gelu_fwd16r;
+    if (!inner || inner->matmul_gelu_fwd_o16) t->matmul_gelu_fwd_o16 = c_matmul_gelu_fwd_o16;
     if (!inner || inner->swiglu_fwd16r) t->swiglu_fwd16r = c_swiglu_fwd16r;
     if (!inner || inner->geglu_fwd16r) t->geglu_fwd16r = c_geglu_fwd16r;
     t->swiglu_bwd16 = c_swiglu_bwd16;

@@ -521,6 +521,15 @@ static void p_layernorm_bwd16(float *dinp, uint16_t *dinp16, float *dw, float *d
     inner->layernorm_bwd16(dinp, dinp16, dw, db, dout, inp, w, mean, rstd, N, C);
     k_end(t, ZT_PROF_NORM, 16.0 * N * C, (F4 * 4.0 + 2.0) * N * C);
 }
+static void p_matmul_gelu_fwd_o16(uint16_t *out16, uint16_t *pre16, float *tmp, const float *inp,
+                                  const uint16_t *inp16, const float *w, const uint16_t *w16,
+                                  const float *bias, int N, int C, int OC) {
+    double t = k_begin();
+    inner->matmul_gelu_fwd_o16(out16, pre16, tmp, inp, inp16, w, w16, bias, N, C, OC);
+    const double g = 2.0 * N * C * OC;
+    k_end(t, ZT_PROF_MATMUL_FWD, g + 9.0 * N * OC,
+          (inp16 ? 2.0 : F4) * N * C + 2.0 * 2.0 * N * OC + p_wbytes(w16, OC, C));
+}
 static void p_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
                                const float *dout, const uint16_t *dout16, const float *inp,
                                const float *w, const float *mean, const float *rstd, int N, int C) {
@@ -943,6 +952,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(rmsnorm_bwd16);
     W(rmsnorm_bwd16d);
     W(layernorm_bwd16d);
+    W(matmul_gelu_fwd_o16);
     W(swiglu_bwd_d16);
     W(geglu_bwd_d16);
     W(swiglu_bwd_dd16);

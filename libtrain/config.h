@@ -458,7 +458,14 @@ typedef struct zt_model_config {
  *                   ln_2's backward over the residual gradient it leaves
  *                   (layernorm_bwd16d's dsum) instead of a column sum by
  *                   the projection's backward.  The same values (bitwise:
- *                   tests/test_count "GPT-2's c_proj bias summed by ln_2") */
+ *                   tests/test_count "GPT-2's c_proj bias summed by ln_2")
+ *   ZT_W16_GELUE    ZT_TEST_NO_GELUE: GPT-2's fc GEMM and GELU in one bf16
+ *                   entry (backend.h matmul_gelu_fwd_o16; cuda: cuBLASLt's
+ *                   GELU_AUX_BIAS with a bf16 D and aux) where fc has no
+ *                   adapters, instead of matmul_fwd_o16 then gelu_fwd16.
+ *                   NOT the same values: the GELU of the fp32 pre, not of
+ *                   its bf16 rounding (tests/test_count "GPT-2's fc and
+ *                   GELU in one bf16 GEMM") */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -508,6 +515,7 @@ typedef struct zt_model_config {
 #define ZT_W16_EPGB       (UINT64_C(1) << 45)
 #define ZT_W16_GPTN16     (UINT64_C(1) << 46)
 #define ZT_W16_LNSUM      (UINT64_C(1) << 47)
+#define ZT_W16_GELUE      (UINT64_C(1) << 48)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -527,8 +527,15 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
          * and writes the bf16 fchg16 itself; d4b and d4a the cpu backends'
          * fp32 staging: the same values as below, without their fp32 round
          * trip) */
-        int glur = 0;
-        if (lora_off(g, LG_FC)) {
+        int glur = 0, fused = 0;
+        if (lora_off(g, LG_FC) && be->matmul_gelu_fwd_o16 && zt_w16_on(&g->cfg, ZT_W16_GELUE)) {
+            /* (gelue: fc and the GELU in one bf16 GEMM, both outputs
+             * rounded from the fp32 pre, config.h ZT_W16_GELUE; d4b the
+             * cpu backends' staging and cuda's fallback) */
+            be->matmul_gelu_fwd_o16(s->fchg16, s->fch16, a->d4b, s->ln2, s->ln216, w->fcw,
+                                    W16(T_FCW), w->fcb, N, C, 4 * C);
+            fused = 1;
+        } else if (lora_off(g, LG_FC)) {
             be->matmul_fwd_o16(s->fch16, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), w->fcb, N,
                                C, 4 * C);
         } else {
@@ -539,7 +546,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
             glur = be->gelu_fwd16r && zt_w16_on(&g->cfg, ZT_W16_GLUROUND);
             if (!glur) be->to_bf16(s->fch16, a->d4b, (size_t)N * 4 * C);
         }
-        if (glur) be->gelu_fwd16r(s->fchg16, s->fch16, a->d4b, f32, (size_t)N * 4 * C);
+        if (fused) ;
+        else if (glur) be->gelu_fwd16r(s->fchg16, s->fch16, a->d4b, f32, (size_t)N * 4 * C);
         else be->gelu_fwd16(s->fchg16, s->fch16, f32, (size_t)N * 4 * C);
         gl = NULL;   /* (fchg16 written) */
     } else {

@@ -98,6 +98,7 @@ static const struct {
     {"ZT_TEST_NO_EPGB", ZT_W16_EPGB},
     {"ZT_TEST_NO_GPTN16", ZT_W16_GPTN16},
     {"ZT_TEST_NO_LNSUM", ZT_W16_LNSUM},
+    {"ZT_TEST_NO_GELUE", ZT_W16_GELUE},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -389,6 +389,21 @@ static void cpu_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp,
     if (N > 0 && OC > 0) zt_cpu_to_bf16(out16, tmp, (size_t)N * OC);
     free(own);
 }
+/* matmul_gelu_fwd_o16 (backend.h): matmul_fwd_o16's fp32 result in tmp,
+ * pre16 its rounding, then gelu_fwd in place and out16 its rounding:
+ * matmul_gelu_fwd (matmul_fwd then gelu_fwd) and to_bf16 of both */
+static void cpu_matmul_gelu_fwd_o16(uint16_t *out16, uint16_t *pre16, float *tmp, const float *inp,
+                                    const uint16_t *inp16, const float *w, const uint16_t *w16,
+                                    const float *bias, int N, int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (inp16) cpu_matmul_fwd_a16(tmp, inp16, w, w16, bias, N, C, OC);
+    else if (w16) cpu_matmul_fwd_w16(tmp, inp, w16, bias, N, C, OC);
+    else cpu_matmul_fwd(tmp, inp, w, bias, N, C, OC);
+    const size_t n = (size_t)N * OC;
+    zt_cpu_to_bf16(pre16, tmp, n);
+    zt_cpu_gelu_fwd(tmp, tmp, n);
+    zt_cpu_to_bf16(out16, tmp, n);
+}
 /* the LM head's backward on its bf16 gradient (backend.h): dout16 widened
  * (exact) into host scratch, then matmul_bwd (_w16; _a16 with inp16), whose
  * bf16 rounding of it is the identity */
@@ -1216,6 +1231,7 @@ static const zt_backend cpu_backend = {
     .swiglu_fwd16 = cpu_swiglu_fwd16,
     .geglu_fwd16 = cpu_geglu_fwd16,
     .gelu_fwd16r = cpu_gelu_fwd16r,
+    .matmul_gelu_fwd_o16 = cpu_matmul_gelu_fwd_o16,
     .swiglu_fwd16r = cpu_swiglu_fwd16r,
     .geglu_fwd16r = cpu_geglu_fwd16r,
     .swiglu_bwd16 = cpu_swiglu_bwd16,

@@ -1423,6 +1423,18 @@ static void s_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, cons
         cpu()->matmul_fwd_o16(out16, tmp, inp, inp16, w, w16, bias, N, C, OC);
     leave();
 }
+static void s_matmul_gelu_fwd_o16(uint16_t *out16, uint16_t *pre16, float *tmp, const float *inp,
+                                  const uint16_t *inp16, const float *w, const uint16_t *w16,
+                                  const float *bias, int N, int C, int OC) {
+    enter();
+    if (NEED_ALL("matmul_gelu_fwd_o16", {"out16", out16, (size_t)N * OC * 2},
+                 {"pre16", pre16, (size_t)N * OC * 2}, {"tmp", tmp, (size_t)N * OC * F},
+                 OPND_OR(1, inp16, (size_t)N * C * 2, inp, (size_t)N * C * F),
+                 OPND_OR(1, w16, (size_t)OC * C * 2, w, (size_t)OC * C * F),
+                 {"bias", bias, (size_t)OC * F}))
+        cpu()->matmul_gelu_fwd_o16(out16, pre16, tmp, inp, inp16, w, w16, bias, N, C, OC);
+    leave();
+}
 static void s_gelu_fwd16(uint16_t *out16, const uint16_t *in16, float *tmp, size_t n) {
     enter();
     if (NEED_ALL("gelu_fwd16", {"out16", out16, n * 2}, {"in16", in16, n * 2}, {"tmp", tmp, n * F}))
@@ -1903,6 +1915,7 @@ static const zt_backend strict_backend = {
     .swiglu_fwd16 = s_swiglu_fwd16,
     .geglu_fwd16 = s_geglu_fwd16,
     .gelu_fwd16r = s_gelu_fwd16r,
+    .matmul_gelu_fwd_o16 = s_matmul_gelu_fwd_o16,
     .swiglu_fwd16r = s_swiglu_fwd16r,
     .geglu_fwd16r = s_geglu_fwd16r,
     .swiglu_bwd16 = s_swiglu_bwd16,

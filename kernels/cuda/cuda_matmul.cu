@@ -218,8 +218,8 @@ static bool gemm_lt(bool ta, bool tb, int m, int n, int k, const void *A, int ld
     const int ek = epi ? epi->kind : EPI_NONE;
     if (ek != EPI_NONE) {
         /* the aux matrix: 16-byte aligned here, ld a multiple of 8 (cuBLASLt);
-         * a bf16 D only with DGELU_BGRAD (its aux read in bf16, D's type) */
-        if (d16 && ek != EPI_DGELU_BGRAD) return false;
+         * with a bf16 D in D's type, bf16 (DGELU_BGRAD reads it,
+         * GELU_AUX_BIAS writes it: matmul_gelu_fwd_o16) */
         if (align_of(epi->aux) < 16 || epi->auxld % 8 || epi->auxld < m) return false;
         if (ek == EPI_GELU_AUX_BIAS && !bias) return false;
         if (ek == EPI_DGELU_BGRAD && (bias || align_of(epi->bgrad) < 16)) return false;
@@ -383,11 +383,11 @@ static bool gemm(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
         b = b16;
     }
     if (d16) {
-        /* a bf16 D (bf16 mode; no epilogue but the bias, or DGELU_BGRAD
-         * with a bf16 aux): true when Lt ran it, false (nothing computed)
-         * when the caller must do it otherwise */
+        /* a bf16 D (bf16 mode; no epilogue but the bias, or DGELU_BGRAD /
+         * GELU_AUX_BIAS with a bf16 aux): true when Lt ran it, false
+         * (nothing computed) when the caller must do it otherwise */
         bool err = false;
-        return g_use_lt && bf16 && (!epi || epi->kind == EPI_DGELU_BGRAD) &&
+        return g_use_lt && bf16 &&
                gemm_lt(ta, tb, m, n, k, a, lda, b, ldb, d16, ldc, beta, bias, bf16, epi, &err, true);
     }
     if (g_use_lt) {
@@ -891,6 +891,34 @@ void zt_cuda_matmul_fwd_o16(uint16_t *out16, float *tmp, const float *inp, const
     }
     fwd(tmp, inp, w, ww16, bias, N, C, OC, x16);
     zt_cuda_to_bf16(out16, tmp, (size_t)N * OC);
+}
+
+/* GPT-2's fc and GELU in bf16 (backend.h matmul_gelu_fwd_o16): one
+ * cuBLASLt GEMM with a bf16 D and GELU_AUX_BIAS, its aux (the GEMM + bias)
+ * bf16 too, each rounded to nearest from the fp32 epilogue's values; where
+ * Lt has no such algorithm (or no bias, or the bias or the aux not 16-byte
+ * aligned, the aux ld not a multiple of 8), matmul_fwd into tmp and
+ * k_gelu_fwd16p: the same values where cuBLASLt's GELU is gelu_fwd's */
+void zt_cuda_matmul_gelu_fwd_o16(uint16_t *out16, uint16_t *pre16, float *tmp, const float *inp,
+                                 const uint16_t *inp16, const float *w, const uint16_t *w16,
+                                 const float *bias, int N, int C, int OC) {
+    if (!a16_ok("matmul_gelu_fwd_o16") || N <= 0 || OC <= 0) return;
+    const bf16_t *x16 = (const bf16_t *)inp16, *ww16 = (const bf16_t *)w16;
+    if (x16) inp = NULL;
+    if (ww16) w = NULL;
+    if (C > 0 && g_use_lt && bias && align_of(bias) >= 16) {
+        lt_epi e = {EPI_GELU_AUX_BIAS, pre16, OC, NULL};
+        if (gemm(true, false, OC, N, C, w, C, inp, C, NULL, OC, 0.0f, bias, &e, ww16, x16, NULL,
+                 x16 != NULL, out16))
+            return;
+    }
+    if (!tmp) {
+        zt_cuda_fail(__FILE__, __LINE__, "matmul_gelu_fwd_o16", "tmp NULL",
+                     "pass tmp[N, OC] (a bug: please report)");
+        return;
+    }
+    fwd(tmp, inp, w, ww16, bias, N, C, OC, x16);
+    zt_cuda_gelu_fwd16p(out16, pre16, tmp, (size_t)N * OC);
 }
 
 /* the MoE experts' grouped forward GEMM (backend.h matmul_grouped_o16):

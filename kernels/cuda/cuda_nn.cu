@@ -464,6 +464,18 @@ __global__ void k_gelu_fwd16r(uint16_t *out, uint16_t *in16, const float *inp, s
     }
 }
 
+/* matmul_gelu_fwd_o16's fallback (backend.h): the fp32 pre read once, its
+ * rounding into pre16 and the GELU of the fp32 value, rounded, into out16
+ * (GELU_AUX_BIAS with a bf16 D and aux: to_bf16 of matmul_gelu_fwd's) */
+__global__ void k_gelu_fwd16p(uint16_t *out, uint16_t *pre16, const float *pre, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const float x = pre[i];
+        pre16[i] = zt_cvt_f32_to_bf16(x);
+        out[i] = zt_cvt_f32_to_bf16(gelu_val(x));
+    }
+}
+
 __device__ __forceinline__ float gelu_grad(float x) {
     const float u = ZT_GELU_K * (x + ZT_GELU_A * x * x * x);
     const float th = tanhf(u);
@@ -508,6 +520,12 @@ void zt_cuda_gelu_fwd16r(uint16_t *out16, uint16_t *in16, const float *in, float
     if (!n) return;
     k_gelu_fwd16r<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, in16, in, n);
     ZT_LAUNCHED("k_gelu_fwd16r");
+}
+
+void zt_cuda_gelu_fwd16p(uint16_t *out16, uint16_t *pre16, const float *pre, size_t n) {
+    if (!n) return;
+    k_gelu_fwd16p<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out16, pre16, pre, n);
+    ZT_LAUNCHED("k_gelu_fwd16p");
 }
 
 void zt_cuda_gelu_bwd_o16(uint16_t *dinp16, float *dinp, const uint16_t *inp16, const float *dout,

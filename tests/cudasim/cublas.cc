@@ -142,8 +142,8 @@ static double load(const void *p, cudaDataType_t t, size_t i) {
 }
 
 static void store_f32(void *p, cudaDataType_t t, size_t i, double v) {
-    /* outputs: fp32, or bf16 (cuBLASLt's D; no aux output in bf16): the
-     * fp32 value rounded to nearest even */
+    /* outputs: fp32, or bf16 (cuBLASLt's D, and GELU_AUX_BIAS's aux with a
+     * bf16 D): the fp32 value rounded to nearest even */
     const float f = (float)v;
     if (t == CUDA_R_16BF) {
         uint32_t u;
@@ -164,7 +164,7 @@ struct gemm_args {
     cudaDataType_t at, bt, ct, dt;
     int64_t lda, ldb, ldc, ldd;
     uint32_t epi;      /* CUBLASLT_EPILOGUE_GELU_AUX_BIAS / _DGELU_BGRAD, else 0 */
-    void *aux;         /* [m, n], ld auxld, D's type (fp32; bf16 with DGELU_BGRAD) */
+    void *aux;         /* [m, n], ld auxld, D's type (fp32 or bf16) */
     int64_t auxld;
     float *bgrad;      /* DGELU_BGRAD: [m] */
 };
@@ -196,8 +196,8 @@ static void gemm_run(const gemm_args &g) {
             if (g.beta != 0.0f) v += (double)g.beta * load(g.C, g.ct, (size_t)i + (size_t)j * g.ldc);
             if (g.bias) v += ((const float *)g.bias)[i];
             if (g.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
-                /* aux: the GEMM + bias; D: its GELU */
-                ((float *)g.aux)[(size_t)i + (size_t)j * g.auxld] = (float)v;
+                /* aux (D's type): the GEMM + bias; D: its GELU, of the fp32 value */
+                store_f32(g.aux, g.dt, (size_t)i + (size_t)j * g.auxld, v);
                 v = sim_gelu((float)v);
             } else if (g.epi == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
                 /* (the aux read in D's type: bf16 with a bf16 D) */
@@ -478,10 +478,8 @@ static cublasStatus_t lt_problem(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t
     const bool gelu_aux = ep == CUBLASLT_EPILOGUE_GELU_AUX_BIAS, dgelu = ep == CUBLASLT_EPILOGUE_DGELU_BGRAD;
     if (ep != CUBLASLT_EPILOGUE_DEFAULT && ep != CUBLASLT_EPILOGUE_BIAS && !gelu_aux && !dgelu)
         return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u not in the simulator", ep);
-    /* (a bf16 D: DGELU_BGRAD, its aux in D's type, bf16; GELU_AUX_BIAS's
-     * bf16 aux output is not simulated) */
-    if (d16 && gelu_aux)
-        return bad(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLt: epilogue %u with a bf16 D not in the simulator", ep);
+    /* (a bf16 D: the aux in D's type, bf16: DGELU_BGRAD reads it,
+     * GELU_AUX_BIAS writes the GEMM + bias rounded to nearest even) */
     /* the bias (or bias gradient) vector has D's type when D is not int8
      * (BIAS_DATA_TYPE -1); fp32 may be set (with a bf16 D too); a bf16
      * vector is not simulated */
