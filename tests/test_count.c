@@ -266,6 +266,25 @@ static void formulas(void) {
     check_kernel("matmul_fwd, misaligned bias", "k_add_bias", 1, N * OC, 2 * N * OC * 4 + OC * 4);
     check_kernel("matmul_fwd, misaligned bias", "cublasLt gemm bf16", 1, 2 * N * C * OC,
                  (OC * C + C * N) * 2 + N * OC * 4);
+    /* GPT-2's fc and GELU in bf16 (matmul_gelu_fwd_o16): 8 outputs a row,
+     * the aux ld a multiple of 8: one GEMM with GELU_AUX_BIAS, D and aux in
+     * bf16 (2 N OC h written), the GELU's 9 N OC FLOPs in it; 7 (OC): the
+     * fallback, matmul_fwd (fp32 D) and k_gelu_fwd16p (N OC f read, 2 N OC h
+     * written) */
+    zt_count_reset();
+    K->matmul_gelu_fwd_o16(FAKE(uint16_t, 20), FAKE(uint16_t, 21), FAKE(float, 22), x, NULL, w, NULL, b,
+                           6, 5, 8);
+    check_kernel("matmul_gelu_fwd_o16", "cublasLt gemm bf16", 1, 2 * N * C * 8 + 9 * N * 8,
+                 (8 * C + C * N) * 2 + 2 * N * 8 * 2 + 8 * 4);
+    check_kernel("matmul_gelu_fwd_o16", "k_round_bf16", 2, 0, (8 * C + C * N) * 6);
+    tap_ok(tot().launches == 3, "matmul_gelu_fwd_o16: 2 rounds + 1 GEMM");
+    zt_count_reset();
+    K->matmul_gelu_fwd_o16(FAKE(uint16_t, 20), FAKE(uint16_t, 21), FAKE(float, 22), x, NULL, w, NULL, b,
+                           6, 5, 7);
+    check_kernel("matmul_gelu_fwd_o16, ld 7", "cublasLt gemm bf16", 1, 2 * N * C * OC,
+                 (OC * C + C * N) * 2 + N * OC * 4 + OC * 4);
+    check_kernel("matmul_gelu_fwd_o16, ld 7", "k_gelu_fwd16p", 1, 9 * N * OC, N * OC * (4 + 2 * 2));
+    tap_ok(tot().launches == 4, "matmul_gelu_fwd_o16, ld 7: 2 rounds + 1 GEMM + k_gelu_fwd16p");
 
     /* backward: dinp (beta 0), dw (+=: read and written), dbias column sum;
      * dout rounded once, both GEMMs read it; w and inp rounded each */
@@ -780,6 +799,7 @@ typedef struct w16_mem {
     long rbd, rmsb;             /* rmsnorm_bwd16d calls; rmsnorm_bwd + _bwd16 + _bwd16d calls */
     long lbd, lnb;              /* layernorm_bwd16d calls; layernorm_bwd + _bwd16 + _bwd16d calls */
     long cpart;                 /* k_colsum_part launches */
+    long gfo16, gelu16;         /* matmul_gelu_fwd_o16 calls; gelu_fwd16 + gelu_fwd16r calls */
     long gdd16, gd16;           /* swiglu_bwd_dd16 + geglu_bwd_dd16 calls; swiglu_bwd_d16 +
                                  * geglu_bwd_d16 calls */
     long qkb, hnb;              /* qknorm_rope_bwd16 and headnorm_bwd calls */
@@ -828,7 +848,8 @@ static const struct {
     {34359738368ULL, "ZT_TEST_NO_LBRANCH16"}, {68719476736ULL, "ZT_TEST_NO_QKB16"},
     {137438953472ULL, "ZT_TEST_NO_LGRAD16"}, {274877906944ULL, "ZT_TEST_NO_LO16"},
     {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"},
-    {2199023255552ULL, "ZT_TEST_NO_GPTN16"}, {4398046511104ULL, "ZT_TEST_NO_LNSUM"}};
+    {2199023255552ULL, "ZT_TEST_NO_GPTN16"}, {4398046511104ULL, "ZT_TEST_NO_LNSUM"},
+    {8796093022208ULL, "ZT_TEST_NO_GELUE"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
@@ -1009,7 +1030,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
                t.calls[ZT_CE_matmul_gelu_fwd_a16] + t.calls[ZT_CE_matmul_dgelu_bwd_a16] +
                t.calls[ZT_CE_matmul_fwd_o16] - mem->o16h + t.calls[ZT_CE_matmul_bwd_d16] +
                t.calls[ZT_CE_matmul_dgelu_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_o16] +
-               t.calls[ZT_CE_matmul_bwd_o16] + g_facc_x16 + g_bacc_d16;
+               t.calls[ZT_CE_matmul_bwd_o16] + t.calls[ZT_CE_matmul_gelu_fwd_o16] + g_facc_x16 +
+               g_bacc_d16;
     mem->g16 = t.calls[ZT_CE_matmul_dgelu_bwd_o16];
     mem->glur = t.calls[ZT_CE_gelu_fwd16r] + t.calls[ZT_CE_swiglu_fwd16r] +
                 t.calls[ZT_CE_geglu_fwd16r];
@@ -1064,6 +1086,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->lbd = t.calls[ZT_CE_layernorm_bwd16d];
     mem->lnb = t.calls[ZT_CE_layernorm_bwd] + t.calls[ZT_CE_layernorm_bwd16] + mem->lbd;
     mem->cpart = launches_of_k(k, nk, "k_colsum_part");
+    mem->gfo16 = t.calls[ZT_CE_matmul_gelu_fwd_o16];
+    mem->gelu16 = t.calls[ZT_CE_gelu_fwd16] + t.calls[ZT_CE_gelu_fwd16r];
     mem->gdd16 = t.calls[ZT_CE_swiglu_bwd_dd16] + t.calls[ZT_CE_geglu_bwd_dd16];
     mem->gd16 = t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
     mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
@@ -1320,14 +1344,15 @@ static w16_bits w16_dh32(const char *shape) {
     return !strncmp(shape, "llama", 5) ? 17179869184ULL : 0;
 }
 /* ZT_TEST_NO_DOUT16N's bit for a Llama shape, and ZT_TEST_NO_DH16's
- * (w16_dh32); for a GPT-2 shape ZT_TEST_NO_GPTN16's and ZT_TEST_NO_LNSUM's:
- * the sections whose counts and bitwise losses are those of the fp32
- * norm-output gradient (q|k|v's and gate|up's, GPT-2's fc's and q|k|v's
- * dinp in fp32), of the fp32 dh and of the projection's own bias column sum
- * set them in both runs; the bf16 gradients, not bitwise, are
- * bf16_dout16n's, bf16_dh16's and gpt_norm16's, the bias sums gpt_norm16's */
+ * (w16_dh32); for a GPT-2 shape ZT_TEST_NO_GPTN16's, ZT_TEST_NO_LNSUM's and
+ * ZT_TEST_NO_GELUE's: the sections whose counts and bitwise losses are those
+ * of the fp32 norm-output gradient (q|k|v's and gate|up's, GPT-2's fc's and
+ * q|k|v's dinp in fp32), of the fp32 dh, of the projection's own bias
+ * column sum and of GPT-2's GELU on the rounded fc output set them in both
+ * runs; the bf16 gradients, not bitwise, are bf16_dout16n's, bf16_dh16's
+ * and gpt_norm16's, the bias sums gpt_norm16's, the fused GELU gpt_gelue's */
 static w16_bits w16_dout32(const char *shape) {
-    if (!strncmp(shape, "gpt2", 4)) return 2199023255552ULL | 4398046511104ULL;
+    if (!strncmp(shape, "gpt2", 4)) return 2199023255552ULL | 4398046511104ULL | 8796093022208ULL;
     return !strncmp(shape, "llama", 5) ? 8589934592ULL | w16_dh32(shape) : 0;
 }
 
@@ -4189,6 +4214,53 @@ static void gpt_norm16(void) {
     g_w16_inner = NULL;
 }
 
+/* ------------------------------------------------------------ GPT-2's fc and GELU in one bf16 GEMM
+ * GPT-2's fc GEMM and GELU in one entry where fc has no adapters
+ * (matmul_gelu_fwd_o16; cuda: cuBLASLt's GELU_AUX_BIAS with a bf16 D and
+ * aux), both bf16 outputs rounded from the fp32 pre, against
+ * matmul_fwd_o16 then gelu_fwd16 (ZT_TEST_NO_GELUE=1), whose GELU reads
+ * the rounded pre.  NOT bitwise (the GELU's input one rounding less; the
+ * backward reads the same bf16 pre either way), so the losses within
+ * 2^-12 and the gradient norms within 2^-9 relative (ACT16_*_TOL).  Per
+ * block and forward (recomputed too) one matmul_gelu_fwd_o16 call for one
+ * matmul_fwd_o16 and one gelu_fwd16, fewer bytes moved, the activations'
+ * peak and plan the same (no buffer added: the GEMM writes fch16 and
+ * fchg16, d4b the cpu backends' staging).  Stages 0 and 3 checkpointed,
+ * LoRA on c_attn (fc without adapters: taken).  The same counts and
+ * bitwise where not taken: LoRA on c_fc, the fp32 activations, Llama. */
+static void gpt_gelue(void) {
+    static const w16_kind kind = {8796093022208ULL, " with and without fc and the GELU in one bf16 GEMM",
+                                  "two calls'", "the GELU of the fp32 pre"};
+    static const w16_kind same = {8796093022208ULL,
+                                  " with and without fc and the GELU in one bf16 GEMM (not taken)",
+                                  "two calls'", NULL};
+    static const char cattn[] = "ztrain.lora.r=4 ztrain.lora.alpha=8";
+    static const char cfc[] = "ztrain.lora.r=4 ztrain.lora.alpha=8 ztrain.lora.targets=c_fc";
+    static const w16_xname names[] = {{cattn, " LoRA c_attn"}, {cfc, " LoRA c_fc"}, {NULL, NULL}};
+    /* (arg: 1 where taken) */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1},  {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
+        {"gpt2:2,2,32,64,2,16", 1, cattn, 1}, {"gpt2:2,2,32,64,2,16", 0, cfc, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, c->arg ? &kind : &same, c, 0, names, NULL, what, sizeof what)) continue;
+        const long n = c->arg ? 4L * p.s.L * (1 + (c->extra == w16_ck)) : 0;
+        tap_ok(p.ma.gfo16 == n && p.mb.gfo16 == 0 && p.mb.fo16 - p.ma.fo16 == n &&
+                   p.mb.gelu16 - p.ma.gelu16 == n &&
+                   (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
+               "%s: %ld matmul_gelu_fwd_o16 (%ld expected, %ld without), %ld matmul_fwd_o16 (%ld "
+               "without), %ld GELU calls (%ld without), %.0f bytes moved (%.0f without), activations' "
+               "peak %llu bytes (%llu without)",
+               what, p.ma.gfo16, n, p.mb.gfo16, p.ma.fo16, p.mb.fo16, p.ma.gelu16, p.mb.gelu16,
+               p.ma.all_b, p.mb.all_b, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ the down projection's bf16 dh
  * Llama's and Gemma's down projection, where its output's gradient is bf16,
  * it has no adapters and gate|up's gradient is written in bf16, writing its
@@ -4653,8 +4725,10 @@ static void lora_gpt16(void) {
             /* (the adapters' GEMMs rounding their fp32 weights, as these
              * counts have it, ZT_TEST_NO_LORA16: the bf16 adapters', lora16) */
             /* (and c_proj's fp32 dO with adapters, ZT_TEST_NO_LO16: the att_do16
-             * question is asked otherwise, lora_o16) */
-            if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 274877906944ULL, names,
+             * question is asked otherwise, lora_o16; fc's GEMM and GELU as
+             * two calls, ZT_TEST_NO_GELUE, the counts below: fc without
+             * adapters takes the fused one otherwise, gpt_gelue) */
+            if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 274877906944ULL | 8796093022208ULL, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const char *ex = c->extra;
@@ -5032,7 +5106,9 @@ static void model(void) {
          * into the next block's ln1 or the final norm (arch.h addfold: 12
          * k_add_layernorm_fwd16 for 12 k_layernorm_fwd16, no k_add); the
          * head fused in the forward (classifier.h: k_xent16_fused gives the
-         * losses, no k_xent16_fwd) */
+         * losses, no k_xent16_fwd); the GELU in fc's GEMM
+         * (matmul_gelu_fwd_o16: GELU_AUX_BIAS with bf16 D and aux, no
+         * k_gelu_fwd16) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", "", CM_OFFLOAD_NONE};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
@@ -5051,7 +5127,8 @@ static void model(void) {
                            launches_of_k(cg.k, cg.nk, "k_from_bf16") &&
                        launches_of_k(cn.k, cn.nk, "k_att_tc_round") ==
                            launches_of_k(cg.k, cg.nk, "k_att_tc_round") - 12 * 2 &&
-                       launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 12 &&
+                       launches_of_k(cn.k, cn.nk, "k_gelu_fwd16") == 0 &&
+                       launches_of_k(cn.k, cn.nk, "k_gelu_fwd16p") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_gelu_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 12 + 12 &&
@@ -5062,7 +5139,7 @@ static void model(void) {
                    "- 96 of activations - the head's bf16 gradient - 24 of gradients - 2 of the head's "
                    "input - 12 of GELU gradients), bf16 logits (k_xent16_fused alone: fused), %ld "
                    "conversions (%ld as recorded), %ld widenings (%ld as recorded + 12 activations), 24 "
-                   "q|k|v roundings fewer in the attention, 12 bf16 GELUs, 25 bf16 LayerNorms (the final "
+                   "q|k|v roundings fewer in the attention, the GELU in fc's bf16 GEMM (no k_gelu_fwd16), 25 bf16 LayerNorms (the final "
                    "one's the head's input; 24 with the residual add before them), no k_add",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
@@ -5924,6 +6001,7 @@ int main(int argc, char **argv) {
     lora_o16();
     bf16_dout16n();
     gpt_norm16();
+    gpt_gelue();
     bf16_dh16();
     lora_keeph();
     lora_qkv16();
