@@ -654,6 +654,16 @@ mutant lnsum-no-barrier kernels/cuda/cuda_nn.cu \
 mutant ln16d-widen kernels/cuda/cuda_nn.cu \
     'float col_ld\(const uint16_t \*p\) \{ return zt_cvt_bf16_to_f32\(\K\*p(?=\); \})' '(uint16_t)(*p & 0xfff0)'
 
+# matmul_gelu_fwd_o16's fallback (k_gelu_fwd16p): the GELU of the rounded
+# pre, not of the fp32 value (gelu_fwd16's values)
+mutant gelue-fallback-rounded kernels/cuda/cuda_nn.cu \
+    'out\[i\] = zt_cvt_f32_to_bf16\(gelu_val\(\Kx(?=\)\);\n)' 'zt_cvt_bf16_to_f32(zt_cvt_f32_to_bf16(x))'
+
+# matmul_gelu_fwd_o16: the epilogue's aux pointed at the output (pre16 never
+# written, the GELU overwritten by the pre)
+mutant gelue-aux-out kernels/cuda/cuda_matmul.cu \
+    'lt_epi e = \{EPI_GELU_AUX_BIAS, \Kpre16(?=, OC, NULL\};)' 'out16'
+
 # rmsnorm_bwd16: the bf16 row at row, not row * C (every row but 0 misplaced)
 mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \
     'uint16_t \*d16 = dinp16 \+ \K\(size_t\)row \* C(?=;)' '(size_t)row'

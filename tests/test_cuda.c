@@ -1865,6 +1865,44 @@ static void test_matmul_gelu(int N, int C, int OC, int impl, int mode, int off) 
                        same_bits(dw2_d, dw_d, nw * 4) && same_bits(db2_d, db_d, OC * 4),
                    "%s", name);
         }
+        /* GPT-2's fc and GELU in bf16 (matmul_gelu_fwd_o16): out16 and
+         * pre16 bitwise to_bf16 of matmul_gelu_fwd's out and pre (o_d,
+         * p_d), the fp32 input or i16, the fp32 weight or w16; its outputs
+         * `off` bf16 values in (with off: the aux not 16-byte aligned, and
+         * the bias neither, the fallback k_gelu_fwd16p); and the CPU's */
+        {
+            uint16_t *ro = gpu->alloc(no * 2), *rp = gpu->alloc(no * 2);
+            gpu->to_bf16(ro, o_d, no);
+            gpu->to_bf16(rp, p_d, no);
+            uint16_t *bo = gpu->alloc(no * 2 + 2 * off), *bp = gpu->alloc(no * 2 + 2 * off);
+            uint16_t *go = bo + off, *gp = bp + off;
+            float *tg = gpu->alloc(no * 4);
+            for (int k = 0; k < 4; k++) {
+                const int wk = k & 1, xk = k >> 1;
+                gpu->zero(go, no * 2);
+                gpu->zero(gp, no * 2);
+                gpu->matmul_gelu_fwd_o16(go, gp, tg, xk ? NULL : i_d, xk ? i16_d : NULL, wk ? NULL : w_d,
+                                         wk ? w16_d : NULL, b_d, N, C, OC);
+                snprintf(name, sizeof name, "matmul_gelu_fwd_o16 (%s, %s) %s: out16, pre16 bitwise to_bf16 "
+                         "of matmul_gelu_fwd's out, pre", xk ? "bf16 input" : "fp32 input",
+                         wk ? "w16" : "fp32 w", tag);
+                tap_ok(same_bits(go, ro, no * 2) && same_bits(gp, rp, no * 2), "%s", name);
+            }
+            uint16_t *co = xmalloc(no * 2), *cp = xmalloc(no * 2), *eo = xmalloc(no * 2), *ep = xmalloc(no * 2);
+            float *ct = xmalloc(no * 4);
+            cpu->to_bf16(eo, out, no);
+            cpu->to_bf16(ep, pre, no);
+            for (int k = 0; k < 2; k++) {
+                cpu->matmul_gelu_fwd_o16(co, cp, ct, k ? NULL : inp, k ? i16 : NULL, k ? NULL : w,
+                                         k ? w16 : NULL, bias, N, C, OC);
+                snprintf(name, sizeof name, "cpu matmul_gelu_fwd_o16 (%s) %s: bitwise to_bf16 of "
+                         "matmul_gelu_fwd's out, pre", k ? "bf16 input, w16" : "fp32", tag);
+                tap_ok(!memcmp(co, eo, no * 2) && !memcmp(cp, ep, no * 2), "%s", name);
+            }
+            free(co); free(cp); free(eo); free(ep); free(ct);
+            gpu->free(ro); gpu->free(rp); gpu->free(bo); gpu->free(bp); gpu->free(tg);
+            no_error("matmul_gelu_fwd_o16");
+        }
         /* the bf16-gradient entry: dout16 (`off` floats in), the bf16 input
          * g16, w16 or w: bitwise the fp32 entries' dpre, dpre_bias, dw, dbias */
         {
@@ -4586,6 +4624,7 @@ int main(void) {
         test_matmul_gelu(37, 16, 24, impl, ZT_MATMUL_FP32, 0);   /* cuBLASLt: the epilogues */
         test_matmul_gelu(37, 16, 24, impl, ZT_MATMUL_BF16, 0);
         test_matmul_gelu(37, 13, 9, impl, ZT_MATMUL_FP32, 0);    /* aux ld not a multiple of 8 */
+        test_matmul_gelu(37, 13, 9, impl, ZT_MATMUL_BF16, 0);    /* (bf16: matmul_gelu_fwd_o16's fallback) */
         test_matmul_gelu(64, 96, 80, impl, ZT_MATMUL_BF16, 1);   /* unaligned */
         if (full) test_matmul_gelu(257, 768, 3072, impl, ZT_MATMUL_BF16, 0);
     }
