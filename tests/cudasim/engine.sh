@@ -308,21 +308,26 @@ HOOK=ZT_TEST_NO_LNSUM WHAT="the attention projection's k_colsum_part a block, su
 # micro-batches a step, against ZT_TEST_NO_GPTN16=1 (the fp32 gradient): NOT bitwise (that
 # gradient rounded once), so the logged losses within 2^-12 and the gradient norms within 2^-9
 # relative, the same launches, each run's device peak the planner's (no buffer added)
-gptn16() {  # gptn16 DIR: runs in DIR (its c_train.bin), with and without the hook
-    local dir=$1 h la lb why="" d
-    [ -f "$dir/c_train.bin" ] || { ok 1 "gptn16: no $dir/c_train.bin (its group did not run)"; return; }
+# The same for GPT-2's fc and GELU in one bf16 GEMM (config.h ZT_W16_GELUE, matmul_gelu_fwd_o16:
+# cuBLASLt's GELU_AUX_BIAS with a bf16 D and aux), against ZT_TEST_NO_GELUE=1 (matmul_fwd_o16 then
+# gelu_fwd16, the GELU of the rounded pre): NOT bitwise, one k_gelu_fwd16 launch fewer a block's
+# forward (FEWER: 4 steps x 2 micro-batches x 3 block forwards, the 2 blocks and the first's
+# recompute; the last group is kept)
+gptn16() {  # [HOOK=VAR TAG=T FEWER=N] gptn16 DIR: runs in DIR (its c_train.bin), with and without the hook
+    local dir=$1 h la lb why="" d hk=${HOOK:-ZT_TEST_NO_GPTN16} tag=${TAG:-gptn16} fewer=${FEWER:-0}
+    [ -f "$dir/c_train.bin" ] || { ok 1 "$tag: no $dir/c_train.bin (its group did not run)"; return; }
     for h in 0 1; do
         local hook=()
-        [ $h = 1 ] && hook=(ZT_TEST_NO_GPTN16=1)
+        [ $h = 1 ] && hook=("$hk=1")
         (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 "${hook[@]}" \
             timeout -s KILL 600 "$sim" train --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 4 --grad-accum 2 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
             --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
-            --stage 1 --act-ckpt blocks --ckpt-dir "gptn16_ck_$h" --metrics "gptn16_$h.jsonl" --memory-report \
-            > "gptn16_$h.out" 2>&1) || why="$why run $h failed (exit $?);"
+            --stage 1 --act-ckpt blocks --ckpt-dir "${tag}_ck_$h" --metrics "${tag}_$h.jsonl" --memory-report \
+            > "${tag}_$h.out" 2>&1) || why="$why run $h failed (exit $?);"
     done
-    grep -q '^attention: cuDNN fused attention' "$dir/gptn16_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
-    d=$(python3 - "$dir/gptn16_0.jsonl" "$dir/gptn16_1.jsonl" <<'PY'
+    grep -q '^attention: cuDNN fused attention' "$dir/${tag}_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
+    d=$(python3 - "$dir/${tag}_0.jsonl" "$dir/${tag}_1.jsonl" <<'PY'
 import json, sys
 def recs(p):
     return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
@@ -333,14 +338,15 @@ print("%.3g %.3g" % (dl, dg))
 sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
 PY
     ) || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
-    la=$(launches "$dir/gptn16_0.out")
-    lb=$(launches "$dir/gptn16_1.out")
-    [ -n "$la" ] && [ "$la" = "$lb" ] || why="$why launches $la vs $lb;"
-    why="$why$(peaks_why "$dir/gptn16_")"
-    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/gptn16_"*.out | sed 's/^/# /'
-    ok "$([ -z "$why" ]; echo $?)" "gptn16 GPT-2 stage 1 checkpointed: after 4 steps losses and gradient norms within 2^-12 / 2^-9 of ZT_TEST_NO_GPTN16=1, not bitwise (max ${d:-?}), launches $la (the same with the hook), each run's device peak the planner's${why:+: $why}"
+    la=$(launches "$dir/${tag}_0.out")
+    lb=$(launches "$dir/${tag}_1.out")
+    [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = "$fewer" ] || why="$why launches $la vs $lb, not $fewer fewer;"
+    why="$why$(peaks_why "$dir/${tag}_")"
+    [ -n "$why" ] && grep -hE '^ztrain: error|^cudasim' "$dir/${tag}_"*.out | sed 's/^/# /'
+    ok "$([ -z "$why" ]; echo $?)" "$tag GPT-2 stage 1 checkpointed: after 4 steps losses and gradient norms within 2^-12 / 2^-9 of $hk=1, not bitwise (max ${d:-?}), launches $la ($lb with the hook), each run's device peak the planner's${why:+: $why}"
 }
 gptn16 "$G"
+HOOK=ZT_TEST_NO_GELUE TAG=gelue FEWER=24 gptn16 "$G"
 
 # ---- LoRA's q|k|v gradient in bf16 (libtrain/arch.h zt_lora_dq16_of): the Llama with adapters on
 # every linear layer, bf16 at stage 0, on cuDNN's path (ZT_CUDA_DETERMINISTIC=0): cuDNN writes
