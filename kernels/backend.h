@@ -602,6 +602,15 @@ typedef struct zt_backend {
                                 int N, int C);
     void (*add_rmsnorm_fwd16)(float *res, uint16_t *out16, float *tmp, float *rstd, const float *a,
                               const float *b, const float *w, float eps, int N, int C);
+    /* add_layernorm_fwd16b: add_layernorm_fwd16 with the branch in bf16
+     * (a Linear's bf16 output): res[N,C] = a + fp32(b16) in fp32 (the
+     * widening exact), then out16, mean, rstd as add_layernorm_fwd16 of that
+     * res; bitwise from_bf16 of b16 then add_layernorm_fwd16.  tmp[N,C] as
+     * there (the cpu backends widen b16 into it first).  Optional (NULL:
+     * the caller keeps the fp32 branch). */
+    void (*add_layernorm_fwd16b)(float *res, uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                 const float *a, const uint16_t *b16, const float *w,
+                                 const float *bias, int N, int C);
     /* add_rmsnorm_fwd16b: add_rmsnorm_fwd16 with the branch in bf16 (a
      * Linear's bf16 output, as PyTorch autocast's): res[N,C] = a +
      * fp32(b16) in fp32 (the widening exact), then out16, rstd as

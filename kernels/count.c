@@ -48,7 +48,7 @@ enum {
     K_FT_FWD, K_FT_BWD_DKV, K_FT_BWD_DQ, K_ATT_ROWDOT, K_ATT_FWD, K_ATT_BWD_DKV, K_ATT_BWD_DQ,
     K_ATT_GEMM, K_ATT_TC_SOFTMAX, K_ATT_TC_DS, K_MEMCPY, K_MEMCPY2D, K_H2D, K_D2H, K_ADAMW_MULTI,
     K_SUM_RANGES, K_SUMSQ_RANGES, K_NONFINITE_RANGES, K_FINISH_RANGES, K_BGRAD_ACC, K_ADD_LAYERNORM_FWD, K_ADD_RMSNORM_FWD,
-    K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ADD_RMSNORM_FWD16B, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
+    K_LAYERNORM_FWD16, K_RMSNORM_FWD16, K_ADD_LAYERNORM_FWD16, K_ADD_RMSNORM_FWD16, K_ADD_RMSNORM_FWD16B, K_ADD_LAYERNORM_FWD16B, K_ROPE_FWD16, K_QKNORM_ROPE_FWD16,
     K_SDPA_ROUND, K_SDPA_WIDEN, K_CUDNN_FWD, K_CUDNN_BWD, K_COLSUM16_PART,
     K_XENT16_FWD, K_XENT16_FUSED, K_GELU_BWD_O16, K_ROPE_BWD16, K_ROPE_COLSUM16_PART,
     K_QKNORM_ROPE_BWD16, K_MOE_ROUTE_FWD, K_MOE_ROUTE_BWD, K_ROWS_GATHER, K_ROWS_SCATTER,
@@ -85,6 +85,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_ADD_LAYERNORM_FWD16] = {"k_add_layernorm_fwd16", ZT_CC_ROWNORM},
     [K_ADD_RMSNORM_FWD16] = {"k_add_rmsnorm_fwd16", ZT_CC_ROWNORM},
     [K_ADD_RMSNORM_FWD16B] = {"k_add_rmsnorm_fwd16b", ZT_CC_ROWNORM},
+    [K_ADD_LAYERNORM_FWD16B] = {"k_add_layernorm_fwd16b", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_DX] = {"k_rmsnorm_bwd_dx", ZT_CC_ROWNORM},
     [K_RMSNORM_BWD_PART] = {"k_rmsnorm_bwd_part", ZT_CC_COLSUM},
     [K_HEADNORM_FWD] = {"k_headnorm_fwd", ZT_CC_ROWNORM},
@@ -1543,6 +1544,17 @@ static void c_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float
     rec(K_ADD_LAYERNORM_FWD16, 9 * D(N) * C,
         D(N) * C * (3 * F + H) + 2 * D(C) * F + 2 * D(N) * F);
 }
+/* add_layernorm_fwd16b: k_add_layernorm_fwd16 reading the branch in bf16
+ * (N C h for N C f) */
+static void c_add_layernorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *mean,
+                                   float *rstd, const float *a, const uint16_t *b16,
+                                   const float *w, const float *bias, int N, int C) {
+    call(ZT_CE_add_layernorm_fwd16b);
+    if (g_inner) g_inner->add_layernorm_fwd16b(res, out16, tmp, mean, rstd, a, b16, w, bias, N, C);
+    if (N <= 0 || C <= 0) return;
+    rec(K_ADD_LAYERNORM_FWD16B, 9 * D(N) * C,
+        D(N) * C * (2 * F + 2 * H) + 2 * D(C) * F + 2 * D(N) * F);
+}
 static void c_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *rstd,
                                 const float *a, const float *b, const float *w, float eps, int N,
                                 int C) {
@@ -2651,6 +2663,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     t->add_layernorm_fwd16 = c_add_layernorm_fwd16;
     t->add_rmsnorm_fwd16 = c_add_rmsnorm_fwd16;
     t->add_rmsnorm_fwd16b = c_add_rmsnorm_fwd16b;
+    if (!inner || inner->add_layernorm_fwd16b) t->add_layernorm_fwd16b = c_add_layernorm_fwd16b;
     t->rope_fwd16 = c_rope_fwd16;
     t->qknorm_rope_fwd16 = c_qknorm_rope_fwd16;
     t->rope_bwd16 = c_rope_bwd16;

@@ -86,7 +86,7 @@ typedef struct zt_count_kernel {
     X(swiglu_fwd16) X(geglu_fwd16) X(gelu_fwd16r) X(swiglu_fwd16r) X(geglu_fwd16r) \
     X(swiglu_bwd16) X(geglu_bwd16) X(gqa_ext_fwd16) \
     X(gqa_ext_bwd16) X(layernorm_fwd16) X(rmsnorm_fwd16) X(add_layernorm_fwd16) \
-    X(add_rmsnorm_fwd16) X(add_rmsnorm_fwd16b) X(rope_fwd16) X(xent16_fwd) X(xent16_fused) X(matmul_bwd_head16) \
+    X(add_rmsnorm_fwd16) X(add_rmsnorm_fwd16b) X(add_layernorm_fwd16b) X(rope_fwd16) X(xent16_fwd) X(xent16_fused) X(matmul_bwd_head16) \
     X(gqa_ext_fwd16o) X(gqa_ext_bwd16o) X(copy_done) X(matmul_bwd_d16) X(matmul_dgelu_bwd_d16) \
     X(layernorm_bwd16) X(layernorm_bwd16d) X(matmul_gelu_fwd_o16) X(rmsnorm_bwd16) X(rmsnorm_bwd16d) X(swiglu_bwd_d16) X(geglu_bwd_d16) X(swiglu_bwd_dd16) X(geglu_bwd_dd16) X(qknorm_rope_fwd16) \
     X(gqa_ext_bwd16d) \

@@ -631,6 +631,13 @@ static void p_add_rmsnorm_fwd16b(float *res, uint16_t *out16, float *tmp, float 
     inner->add_rmsnorm_fwd16b(res, out16, tmp, rstd, a, b16, w, eps, N, C);
     k_end(t, ZT_PROF_NORM, 0, (F4 * 2.0 + 4.0) * N * C);
 }
+static void p_add_layernorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *mean,
+                                   float *rstd, const float *a, const uint16_t *b16, const float *w,
+                                   const float *bias, int N, int C) {
+    double t = k_begin();
+    inner->add_layernorm_fwd16b(res, out16, tmp, mean, rstd, a, b16, w, bias, N, C);
+    k_end(t, ZT_PROF_NORM, 0, (F4 * 2.0 + 4.0) * N * C);
+}
 /* causal attention: QK^T and PV over the lower triangle (T(T+1)/2 pairs) */
 static double att_flops(int B, int T, int NH, int hd) {
     return 2.0 * 2.0 * B * NH * hd * (double)T * (T + 1) / 2.0;
@@ -938,6 +945,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(add_layernorm_fwd16);
     W(add_rmsnorm_fwd16);
     W(add_rmsnorm_fwd16b);
+    W(add_layernorm_fwd16b);
     W(rope_fwd16);
     W(qknorm_rope_fwd16);
     W(xent16_fwd);

@@ -465,7 +465,15 @@ typedef struct zt_model_config {
  *                   adapters, instead of matmul_fwd_o16 then gelu_fwd16.
  *                   NOT the same values: the GELU of the fp32 pre, not of
  *                   its bf16 rounding (tests/test_count "GPT-2's fc and
- *                   GELU in one bf16 GEMM") */
+ *                   GELU in one bf16 GEMM")
+ *   ZT_W16_GBRANCH16 ZT_TEST_NO_GBRANCH16: GPT-2's attention and MLP
+ *                   projections (without adapters) writing their outputs,
+ *                   the residual branches, in bf16 (matmul_fwd_o16) and the
+ *                   residual add fused with the next norm reading them
+ *                   widened (add_layernorm_fwd16b), as Llama's
+ *                   ZT_W16_BRANCH16.  NOT the same values (the branch
+ *                   rounded once; tests/test_count "GPT-2's residual
+ *                   branches in bf16") */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -516,6 +524,7 @@ typedef struct zt_model_config {
 #define ZT_W16_GPTN16     (UINT64_C(1) << 46)
 #define ZT_W16_LNSUM      (UINT64_C(1) << 47)
 #define ZT_W16_GELUE      (UINT64_C(1) << 48)
+#define ZT_W16_GBRANCH16  (UINT64_C(1) << 49)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -103,6 +103,21 @@ static int lora_dy16(const zt_gpt *g, int grp) {
     return lora_off(g, grp) || (zt_w16_on(&g->cfg, ZT_W16_GPT16) && g->sk.lo.bt2d);
 }
 
+/* gbranch16 (config.h ZT_W16_GBRANCH16): a projection of group grp
+ * (the attention's LG_PROJ, the MLP's LG_FCPROJ) without adapters writing
+ * its [N, C] output, the residual branch, in bf16 (matmul_fwd_o16, the
+ * bias in the epilogue) into the bytes of the fp32 scratch (d4b the cpu
+ * backends' staging and cuda's fallback), and the residual add fused with
+ * the next norm reading it widened (add_layernorm_fwd16b): the
+ * attention's into ln_2, the MLP's, with the add folded (ZT_W16_ADDFOLD),
+ * into the next block's ln_1 or the final norm.  The caller checks the
+ * block's bf16 activations and the norms writing bf16 (ZT_W16_N16), so
+ * the reading norm takes its bf16 path. */
+static int gbr16_on(const zt_gpt *g, int grp) {
+    return zt_w16_on(&g->cfg, ZT_W16_GBRANCH16) && zt_w16_on(&g->cfg, ZT_W16_N16) &&
+           g->be->add_layernorm_fwd16b && g->be->matmul_fwd_o16 && lora_off(g, grp);
+}
+
 /* gptn16 (config.h ZT_W16_GPTN16) and lnsum (ZT_W16_LNSUM): full
  * fine-tuning with the bf16 gradients (the residual gradient's bf16 copy,
  * dres16) and a backend with layernorm_bwd16d (and matmul_bwd_o16 for
@@ -397,6 +412,7 @@ static void embed_fwd(void *self, void *acts) {
     zt_enc_fwd(g->be, ZT_ACTS_RES(a, 0), a->inputs, g->p.wte,
                g->p16[0] ? g->p16[0] + g->off[E_WTE] : NULL, g->p.wpe + pos0 * C, B, T, C);
     a->fold = 0;   /* (a pass starts with no residual add pending: arch.h addfold) */
+    a->fold16 = 0;
 }
 
 /* Block l's forward from res[l] into its slot and res[l+1] (the block's
@@ -430,8 +446,14 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     const int fold = l > 0 && a->fold == l;
     const float *pa = fold ? ZT_ACTS_SLOT(a, l - 1)->res2 : NULL;
     a->fold = 0;
+    const int fold16 = fold && a->fold16;
+    a->fold16 = 0;
     if (s->ln116 && n16) {
-        if (fold)
+        if (fold16)   /* (gbranch16: the MLP projection's bf16 output pending) */
+            be->add_layernorm_fwd16b(x, s->ln116, f32, s->ln1_mean, s->ln1_rstd, pa,
+                                     (const uint16_t *)(const void *)a->scratch, w->ln1w, w->ln1b,
+                                     N, C);
+        else if (fold)
             be->add_layernorm_fwd16(x, s->ln116, f32, s->ln1_mean, s->ln1_rstd, pa, a->scratch,
                                     w->ln1w, w->ln1b, N, C);
         else
@@ -499,12 +521,23 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
             if (s->atty16) be->to_bf16(s->atty16, atty, (size_t)N * C);
         }
     }
-    zt_mm_fwd_x(be, a->scratch, s->atty, s->atty16, w->attprojw, W16(T_PROJW), w->attprojb, N, C,
-                C);
-    zt_skel_lora_fwd16(sk, LG_PROJ, s->atty, s->atty16, a->scratch, N, &a->lora);
+    /* (gbranch16: the output in bf16 over scratch, d4b its fp32 staging,
+     * free once the attention output is written; gbr16_on) */
+    uint16_t *br16 = s->ln216 && n16 && gbr16_on(g, LG_PROJ) ? (uint16_t *)(void *)a->scratch : NULL;
+    if (br16) {
+        be->matmul_fwd_o16(br16, a->d4b, s->atty, s->atty16, w->attprojw, W16(T_PROJW),
+                           w->attprojb, N, C, C);
+    } else {
+        zt_mm_fwd_x(be, a->scratch, s->atty, s->atty16, w->attprojw, W16(T_PROJW), w->attprojb,
+                    N, C, C);
+        zt_skel_lora_fwd16(sk, LG_PROJ, s->atty, s->atty16, a->scratch, N, &a->lora);
+    }
     /* MLP sub-block: y = res2 + proj(gelu(fc(ln2(res2)))) */
     float *ln2 = s->ln216 ? f32 : s->ln2;
-    if (s->ln216 && n16) {   /* (ln2 written in bf16 by the fused kernel) */
+    if (s->ln216 && n16 && br16) {
+        be->add_layernorm_fwd16b(s->res2, s->ln216, f32, s->ln2_mean, s->ln2_rstd, x, br16,
+                                 w->ln2w, w->ln2b, N, C);
+    } else if (s->ln216 && n16) {   /* (ln2 written in bf16 by the fused kernel) */
         be->add_layernorm_fwd16(s->res2, s->ln216, f32, s->ln2_mean, s->ln2_rstd, x, a->scratch,
                                 w->ln2w, w->ln2b, N, C);
     } else {
@@ -563,12 +596,27 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         be->gelu_fwd(gl, fch, (size_t)N * 4 * C);
     }
     if (s->fchg16 && gl) be->to_bf16(s->fchg16, f32, (size_t)N * 4 * C);
-    zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb, N,
-                4 * C, C);
-    zt_skel_lora_fwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->scratch, N, &a->lora);
+    /* (gbranch16: the output in bf16 over scratch where the add is folded
+     * into a norm that writes bf16: the next block's ln_1 (the same
+     * activations as this block's) or the final norm's lnf16) */
+    const int fold = zt_w16_on(&g->cfg, ZT_W16_ADDFOLD);
+    const int mbr = fold && s->fchg16 && s->ln216 && n16 && gbr16_on(g, LG_FCPROJ) &&
+                    (l + 1 < g->cfg.n_layer || a->lnf16);
+    if (mbr) {
+        be->matmul_fwd_o16((uint16_t *)(void *)a->scratch, a->d4b, s->fch_gelu, s->fchg16,
+                           w->fcprojw, W16(T_FCPW), w->fcprojb, N, 4 * C, C);
+    } else {
+        zt_mm_fwd_x(be, a->scratch, s->fch_gelu, s->fchg16, w->fcprojw, W16(T_FCPW), w->fcprojb,
+                    N, 4 * C, C);
+        zt_skel_lora_fwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->scratch, N, &a->lora);
+    }
     /* (addfold: y = res2 + scratch, the next norm adds it) */
-    if (zt_w16_on(&g->cfg, ZT_W16_ADDFOLD)) a->fold = l + 1;
-    else be->add(y, s->res2, a->scratch, (size_t)N * C);
+    if (fold) {
+        a->fold = l + 1;
+        a->fold16 = mbr;
+    } else {
+        be->add(y, s->res2, a->scratch, (size_t)N * C);
+    }
     return ZT_OK;
 #undef W16
 }
@@ -582,12 +630,17 @@ static void norm_fwd(void *self, void *acts) {
     const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
     const zt_backend *be = g->be;
     /* (addfold: the last block's res2 + scratch added here into res[L]) */
-    const int fold = L > 0 && a->fold == L;
+    const int fold = L > 0 && a->fold == L, fold16 = fold && a->fold16;
     const float *pa = fold ? ZT_ACTS_SLOT(a, L - 1)->res2 : NULL;
     float *res = ZT_ACTS_RES(a, L);
     a->fold = 0;
+    a->fold16 = 0;
     if (a->lnf16 && zt_w16_on(&g->cfg, ZT_W16_N16)) {
-        if (fold)
+        if (fold16)   /* (gbranch16: the last block's bf16 branch) */
+            be->add_layernorm_fwd16b(res, a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, pa,
+                                     (const uint16_t *)(const void *)a->scratch, g->p.lnfw,
+                                     g->p.lnfb, N, C);
+        else if (fold)
             be->add_layernorm_fwd16(res, a->lnf16, a->d4a, a->lnf_mean, a->lnf_rstd, pa,
                                     a->scratch, g->p.lnfw, g->p.lnfb, N, C);
         else
@@ -683,6 +736,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     const zt_lora_scratch *ls = &a->lora;
     const uint16_t *u16 = g->p16[l + 1];
     a->fold = 0;   /* (a recomputed block's next reads its kept input: arch.h addfold) */
+    a->fold16 = 0;
 #define W16(t) (u16 ? u16 + g->off[t] : NULL)
     /* (d16: the residual gradient's bf16 copy, written by the norm backward
      * that adds into it, final or ln1 of block l + 1 and ln2 here, is the

@@ -67,6 +67,7 @@ typedef struct zt_gpt_acts {
     float *scratch;            /* [N, C] projection outputs */
     int fold;                  /* residual l + 1 = res2 + scratch of block l pending
                                   (arch.h addfold), 0 none */
+    int fold16;                /* the pending branch (scratch) in bf16 (gpt.c gbr16_on) */
     float *sp_send, *sp_recv;  /* sequence parallel: [N, 3C] all-to-all buffers ... */
     float *sp_h;               /* ... and [N, 3C] local q|k|v rows (else NULL) */
     float *lnf, *lnf_mean, *lnf_rstd;       /* [N,C], [N], [N] (lnf NULL with lnf16) */

@@ -376,6 +376,15 @@ static void formulas(void) {
     check_kernel("add_layernorm_fwd", "k_add_layernorm_fwd", 1, 9 * N * C,
                  4 * N * C * 4 + 2 * C * 4 + 2 * N * 4);
     zt_count_reset();
+    /* add_layernorm_fwd16b: the branch read in bf16, out written in bf16
+     * (2 N C f + 2 N C h), the statistics and the weights as there */
+    zt_count_reset();
+    K->add_layernorm_fwd16b(y, FAKE(uint16_t, 10), FAKE(float, 11), FAKE(float, 8), FAKE(float, 9), x,
+                            FAKE(uint16_t, 12), w, b, 6, 5);
+    check_kernel("add_layernorm_fwd16b", "k_add_layernorm_fwd16b", 1, 9 * N * C,
+                 N * C * (2 * 4 + 2 * 2) + 2 * C * 4 + 2 * N * 4);
+    tap_ok(tot().launches == 1, "add_layernorm_fwd16b: 1 launch");
+    zt_count_reset();
     K->add_rmsnorm_fwd(y, FAKE(float, 7), FAKE(float, 9), x, dw, w, 1e-6f, 6, 5);
     check_kernel("add_rmsnorm_fwd", "k_add_rmsnorm_fwd", 1, 5 * N * C, 4 * N * C * 4 + C * 4 + N * 4);
     tap_ok(tot().launches == 1, "add_rmsnorm_fwd: 1 launch");
@@ -800,6 +809,7 @@ typedef struct w16_mem {
     long lbd, lnb;              /* layernorm_bwd16d calls; layernorm_bwd + _bwd16 + _bwd16d calls */
     long cpart;                 /* k_colsum_part launches */
     long gfo16, gelu16;         /* matmul_gelu_fwd_o16 calls; gelu_fwd16 + gelu_fwd16r calls */
+    long alb16, aln16;          /* add_layernorm_fwd16b and add_layernorm_fwd16 calls */
     long gdd16, gd16;           /* swiglu_bwd_dd16 + geglu_bwd_dd16 calls; swiglu_bwd_d16 +
                                  * geglu_bwd_d16 calls */
     long qkb, hnb;              /* qknorm_rope_bwd16 and headnorm_bwd calls */
@@ -849,7 +859,7 @@ static const struct {
     {137438953472ULL, "ZT_TEST_NO_LGRAD16"}, {274877906944ULL, "ZT_TEST_NO_LO16"},
     {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"},
     {2199023255552ULL, "ZT_TEST_NO_GPTN16"}, {4398046511104ULL, "ZT_TEST_NO_LNSUM"},
-    {8796093022208ULL, "ZT_TEST_NO_GELUE"}};
+    {8796093022208ULL, "ZT_TEST_NO_GELUE"}, {17592186044416ULL, "ZT_TEST_NO_GBRANCH16"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
@@ -1088,6 +1098,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->cpart = launches_of_k(k, nk, "k_colsum_part");
     mem->gfo16 = t.calls[ZT_CE_matmul_gelu_fwd_o16];
     mem->gelu16 = t.calls[ZT_CE_gelu_fwd16] + t.calls[ZT_CE_gelu_fwd16r];
+    mem->alb16 = t.calls[ZT_CE_add_layernorm_fwd16b];
+    mem->aln16 = t.calls[ZT_CE_add_layernorm_fwd16];
     mem->gdd16 = t.calls[ZT_CE_swiglu_bwd_dd16] + t.calls[ZT_CE_geglu_bwd_dd16];
     mem->gd16 = t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16];
     mem->facc16 = t.calls[ZT_CE_matmul_fwd_acc16];
@@ -1124,7 +1136,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     }
     mem->addn = t.calls[ZT_CE_add_layernorm_fwd] + t.calls[ZT_CE_add_rmsnorm_fwd] +
                 t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16] +
-                t.calls[ZT_CE_add_rmsnorm_fwd16b];
+                t.calls[ZT_CE_add_rmsnorm_fwd16b] + t.calls[ZT_CE_add_layernorm_fwd16b];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
     mem->rb16 = t.calls[ZT_CE_rope_bwd16];
     mem->ropeb = t.calls[ZT_CE_rope_bwd];
@@ -1136,7 +1148,7 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->hn_k = launches_of_k(k, nk, "k_headnorm_fwd");
     mem->n16 = t.calls[ZT_CE_layernorm_fwd16] + t.calls[ZT_CE_rmsnorm_fwd16] +
                t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16] +
-               t.calls[ZT_CE_add_rmsnorm_fwd16b];
+               t.calls[ZT_CE_add_rmsnorm_fwd16b] + t.calls[ZT_CE_add_layernorm_fwd16b];
     mem->d16 = t.calls[ZT_CE_matmul_bwd_d16] + t.calls[ZT_CE_matmul_dgelu_bwd_d16] +
                t.calls[ZT_CE_layernorm_bwd16] + t.calls[ZT_CE_rmsnorm_bwd16] +
                t.calls[ZT_CE_swiglu_bwd_d16] + t.calls[ZT_CE_geglu_bwd_d16] +
@@ -1344,15 +1356,18 @@ static w16_bits w16_dh32(const char *shape) {
     return !strncmp(shape, "llama", 5) ? 17179869184ULL : 0;
 }
 /* ZT_TEST_NO_DOUT16N's bit for a Llama shape, and ZT_TEST_NO_DH16's
- * (w16_dh32); for a GPT-2 shape ZT_TEST_NO_GPTN16's, ZT_TEST_NO_LNSUM's and
- * ZT_TEST_NO_GELUE's: the sections whose counts and bitwise losses are those
- * of the fp32 norm-output gradient (q|k|v's and gate|up's, GPT-2's fc's and
- * q|k|v's dinp in fp32), of the fp32 dh, of the projection's own bias
- * column sum and of GPT-2's GELU on the rounded fc output set them in both
- * runs; the bf16 gradients, not bitwise, are bf16_dout16n's, bf16_dh16's
- * and gpt_norm16's, the bias sums gpt_norm16's, the fused GELU gpt_gelue's */
+ * (w16_dh32); for a GPT-2 shape ZT_TEST_NO_GPTN16's, ZT_TEST_NO_LNSUM's,
+ * ZT_TEST_NO_GELUE's and ZT_TEST_NO_GBRANCH16's: the sections whose counts
+ * and bitwise losses are those of the fp32 norm-output gradient (q|k|v's
+ * and gate|up's, GPT-2's fc's and q|k|v's dinp in fp32), of the fp32 dh, of
+ * the projection's own bias column sum, of GPT-2's GELU on the rounded fc
+ * output and of its fp32 residual branches set them in both runs; the bf16
+ * gradients, not bitwise, are bf16_dout16n's, bf16_dh16's and
+ * gpt_norm16's, the bias sums gpt_norm16's, the fused GELU and the bf16
+ * branches gpt_gelue's */
 static w16_bits w16_dout32(const char *shape) {
-    if (!strncmp(shape, "gpt2", 4)) return 2199023255552ULL | 4398046511104ULL | 8796093022208ULL;
+    if (!strncmp(shape, "gpt2", 4))
+        return 2199023255552ULL | 4398046511104ULL | 8796093022208ULL | 17592186044416ULL;
     return !strncmp(shape, "llama", 5) ? 8589934592ULL | w16_dh32(shape) : 0;
 }
 
@@ -4261,6 +4276,56 @@ static void gpt_gelue(void) {
     }
 }
 
+/* ------------------------------------------------------------ GPT-2's residual branches in bf16
+ * GPT-2's attention and MLP projections without adapters writing their
+ * outputs in bf16 (matmul_fwd_o16, the bias in the epilogue) and the
+ * residual add fused with the next norm reading them widened
+ * (add_layernorm_fwd16b: the attention's into ln_2, the MLP's into the next
+ * block's ln_1 or the final norm, the add folded), against the fp32
+ * branches (ZT_TEST_NO_GBRANCH16=1), as Llama's (branch16).  NOT bitwise:
+ * the branch rounded once, so the losses within 2^-12 and the gradient
+ * norms within 2^-9 relative (ACT16_*_TOL).  Per block forward (n, 4 L a
+ * step, twice checkpointed) 2 matmul_fwd_o16 calls more; each
+ * add_layernorm_fwd16b call one add_layernorm_fwd16 fewer: 2 n of them
+ * (checkpointed: 2 n - 4 L, a recomputed top block's MLP branch is left to
+ * its backward, which reads none); fewer bytes; the activations' peak and
+ * plan the same (the bf16 branch in the fp32 scratch's bytes).  LoRA on
+ * c_attn (the projections without adapters: taken).  Not taken (the same
+ * counts, bitwise): LoRA all-linear, the fp32 activations, Llama. */
+static void gpt_branch16(void) {
+    static const w16_kind kind = {17592186044416ULL, " with and without GPT-2's bf16 residual branches",
+                                  "fp32 branches'", "the branch rounded"};
+    static const w16_kind same = {17592186044416ULL,
+                                  " with and without GPT-2's bf16 residual branches (not taken)",
+                                  "fp32 branches'", NULL};
+    static const char cattn[] = "ztrain.lora.r=4 ztrain.lora.alpha=8";
+    static const w16_xname names[] = {{cattn, " LoRA c_attn"}, {NULL, NULL}};
+    /* (arg: 1 where taken) */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1}, {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
+        {"gpt2:2,2,32,64,2,16", 1, cattn, 1}, {"gpt2:2,2,32,64,2,16", 0, w16_lora, 0},
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 2}, {"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        const int on = c->arg == 1, ck = c->extra == w16_ck;
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, on ? &kind : &same, c, c->arg == 2 ? 2 : 0, names, NULL, what, sizeof what))
+            continue;
+        const long n = on ? 4L * p.s.L * (1 + ck) : 0, nb = on ? 2 * n - (ck ? 4L * p.s.L : 0) : 0;
+        tap_ok(p.ma.fo16 - p.mb.fo16 == 2 * n && p.ma.alb16 == nb && p.mb.alb16 == 0 &&
+                   p.mb.aln16 - p.ma.aln16 == nb &&
+                   (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
+               "%s: %ld add_layernorm_fwd16b (%ld expected, %ld without), %ld add_layernorm_fwd16 (%ld "
+               "without), %ld matmul_fwd_o16 (%ld without, %ld more expected), %.0f bytes moved (%.0f "
+               "without), activations' peak %llu bytes (%llu without)",
+               what, p.ma.alb16, nb, p.mb.alb16, p.ma.aln16, p.mb.aln16, p.ma.fo16, p.mb.fo16, 2 * n,
+               p.ma.all_b, p.mb.all_b, (unsigned long long)p.ma.acts_peak,
+               (unsigned long long)p.mb.acts_peak);
+    }
+}
+
 /* ------------------------------------------------------------ the down projection's bf16 dh
  * Llama's and Gemma's down projection, where its output's gradient is bf16,
  * it has no adapters and gate|up's gradient is written in bf16, writing its
@@ -4728,7 +4793,8 @@ static void lora_gpt16(void) {
              * question is asked otherwise, lora_o16; fc's GEMM and GELU as
              * two calls, ZT_TEST_NO_GELUE, the counts below: fc without
              * adapters takes the fused one otherwise, gpt_gelue) */
-            if (!w16_case_run(&p, &kind, c, c->arg | 134217728 | 274877906944ULL | 8796093022208ULL, names,
+            if (!w16_case_run(&p, &kind, c,
+                              c->arg | 134217728 | 274877906944ULL | 8796093022208ULL | 17592186044416ULL, names,
                               b16 ? " (bf16-gradient backend)" : " (cpu)", what, sizeof what))
                 continue;
             const char *ex = c->extra;
@@ -6002,6 +6068,7 @@ int main(int argc, char **argv) {
     bf16_dout16n();
     gpt_norm16();
     gpt_gelue();
+    gpt_branch16();
     bf16_dh16();
     lora_keeph();
     lora_qkv16();

@@ -764,6 +764,20 @@ static void test_norm16(int N, int C) {
                          who, ip, N, C);
                 tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(s1, s2, N * 4), "%s",
                        name);
+                /* add_layernorm_fwd16b likewise (GPT-2's bf16 branches) */
+                if (pass) {
+                    be->copy(r1, A, nn * 4);
+                    be->copy(r2, A, nn * 4);
+                }
+                be->add_layernorm_fwd16b(r1, o1, t, m1, s1, A1, b16, W, Bi, N, C);
+                be->add_layernorm_fwd16(r2, o2, t, m2, s2, A2, y, W, Bi, N, C);
+                snprintf(name, sizeof name,
+                         "%sadd_layernorm_fwd16b%s N=%d C=%d: res, out16, mean, rstd bitwise "
+                         "add_layernorm_fwd16 of the widened bf16 branch",
+                         who, ip, N, C);
+                tap_ok(SAME(r1, r2, nn * 4) && SAME(o1, o2, nn * 2) && SAME(m1, m2, N * 4) &&
+                           SAME(s1, s2, N * 4),
+                       "%s", name);
                 if (k) free(b16);
                 else gpu->free(b16);
             }

@@ -694,6 +694,15 @@ static void cpu_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float
     cpu_add_rmsnorm_fwd(res, tmp, rstd, a, b, w, eps, N, C);
     zt_cpu_to_bf16(out16, tmp, (size_t)N * C);
 }
+/* (the branch widened into tmp, then add_layernorm_fwd16: res written
+ * before the norm overwrites tmp) */
+static void cpu_add_layernorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *mean,
+                                     float *rstd, const float *a, const uint16_t *b16,
+                                     const float *w, const float *bias, int N, int C) {
+    if (N <= 0 || C <= 0) return;
+    zt_cpu_from_bf16(tmp, b16, (size_t)N * C);
+    cpu_add_layernorm_fwd16(res, out16, tmp, mean, rstd, a, tmp, w, bias, N, C);
+}
 /* (the branch widened into tmp, then add_rmsnorm_fwd16: res written before
  * the norm overwrites tmp) */
 static void cpu_add_rmsnorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *rstd,
@@ -1243,6 +1252,7 @@ static const zt_backend cpu_backend = {
     .add_layernorm_fwd16 = cpu_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = cpu_add_rmsnorm_fwd16,
     .add_rmsnorm_fwd16b = cpu_add_rmsnorm_fwd16b,
+    .add_layernorm_fwd16b = cpu_add_layernorm_fwd16b,
     .rope_fwd16 = cpu_rope_fwd16,
     .qknorm_rope_fwd16 = cpu_qknorm_rope_fwd16,
     .xent16_fwd = zt_cpu_xent16_fwd,

@@ -1527,6 +1527,18 @@ static void s_add_rmsnorm_fwd16(float *res, uint16_t *out16, float *tmp, float *
         cpu()->add_rmsnorm_fwd16(res, out16, tmp, rstd, a, b, w, eps, N, C);
     leave();
 }
+static void s_add_layernorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                   const float *a, const uint16_t *b16, const float *w,
+                                   const float *bias, int N, int C) {
+    const size_t NC = (size_t)N * C * F;
+    enter();
+    if (NEED_ALL("add_layernorm_fwd16b", {"res", res, NC}, {"out16", out16, (size_t)N * C * 2},
+                 {"tmp", tmp, NC}, {"mean", mean, (size_t)N * F}, {"rstd", rstd, (size_t)N * F},
+                 {"a", a, NC}, {"b16", b16, (size_t)N * C * 2}, {"w", w, (size_t)C * F},
+                 {"bias", bias, (size_t)C * F}))
+        cpu()->add_layernorm_fwd16b(res, out16, tmp, mean, rstd, a, b16, w, bias, N, C);
+    leave();
+}
 static void s_add_rmsnorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *rstd,
                                  const float *a, const uint16_t *b16, const float *w, float eps,
                                  int N, int C) {
@@ -1927,6 +1939,7 @@ static const zt_backend strict_backend = {
     .add_layernorm_fwd16 = s_add_layernorm_fwd16,
     .add_rmsnorm_fwd16 = s_add_rmsnorm_fwd16,
     .add_rmsnorm_fwd16b = s_add_rmsnorm_fwd16b,
+    .add_layernorm_fwd16b = s_add_layernorm_fwd16b,
     .rope_fwd16 = s_rope_fwd16,
     .qknorm_rope_fwd16 = s_qknorm_rope_fwd16,
     .xent16_fwd = s_xent16_fwd,

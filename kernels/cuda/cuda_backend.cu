@@ -938,6 +938,7 @@ static void fill_table(zt_backend *t) {
     t->rmsnorm_bwd16 = zt_cuda_rmsnorm_bwd16;
     t->rmsnorm_bwd16d = zt_cuda_rmsnorm_bwd16d;
     t->layernorm_bwd16d = zt_cuda_layernorm_bwd16d;
+    t->add_layernorm_fwd16b = zt_cuda_add_layernorm_fwd16b;
     t->matmul_gelu_fwd_o16 = zt_cuda_matmul_gelu_fwd_o16;
     t->swiglu_bwd_d16 = zt_cuda_swiglu_bwd_d16;
     t->geglu_bwd_d16 = zt_cuda_geglu_bwd_d16;

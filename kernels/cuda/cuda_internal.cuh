@@ -412,6 +412,9 @@ void zt_cuda_gelu_fwd16p(uint16_t *out16, uint16_t *pre16, const float *pre, siz
 void zt_cuda_matmul_gelu_fwd_o16(uint16_t *out16, uint16_t *pre16, float *tmp, const float *inp,
                                  const uint16_t *inp16, const float *w, const uint16_t *w16,
                                  const float *bias, int N, int C, int OC);
+void zt_cuda_add_layernorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                  const float *a, const uint16_t *b16, const float *w,
+                                  const float *b, int N, int C);
 void zt_cuda_layernorm_bwd16d(float *dinp, uint16_t *dinp16, float *dw, float *db, float *dsum,
                               const float *dout, const uint16_t *dout16, const float *inp,
                               const float *w, const float *mean, const float *rstd, int N, int C);

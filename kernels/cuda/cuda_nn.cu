@@ -235,20 +235,22 @@ k_layernorm_fwd(O *out, float *mean, float *rstd, const float *inp, const float 
 
 /* res = a + b, then k_layernorm_fwd's row of res: each lane adds and
  * writes the elements it later reads back, so the values are add's then
- * layernorm_fwd's, bitwise (res may alias a) */
-template <typename O>
+ * layernorm_fwd's, bitwise (res may alias a); the branch b in fp32 or
+ * (Bt uint16_t, k_add_layernorm_fwd16b) bf16 bits widened exactly (col_ld) */
+template <typename O, typename Bt = float>
 __global__ void __launch_bounds__(ZT_LN_THREADS)
 k_add_layernorm_fwd(float *res, O *out, float *mean, float *rstd, const float *a,
-                    const float *bb, const float *w, const float *b, int N, int C) {
+                    const Bt *bb, const float *w, const float *b, int N, int C) {
     const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
-    const float *xa = a + (size_t)row * C, *xb = bb + (size_t)row * C;
+    const float *xa = a + (size_t)row * C;
+    const Bt *xb = bb + (size_t)row * C;
     float *x = res + (size_t)row * C;
     O *o = out + (size_t)row * C;
     float s = 0.0f;
     for (int c = lane; c < C; c += 32) {
-        const float xv = xa[c] + xb[c];
+        const float xv = xa[c] + col_ld(&xb[c]);
         x[c] = xv;
         s += xv;
     }
@@ -285,6 +287,19 @@ void zt_cuda_add_layernorm_fwd16(float *res, uint16_t *out16, float *tmp, float 
     k_add_layernorm_fwd<uint16_t><<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
         res, out16, mean, rstd, a, bb, w, b, N, C);
     ZT_LAUNCHED("k_add_layernorm_fwd16");
+}
+
+/* the branch in bf16 (backend.h add_layernorm_fwd16b): the same row
+ * reading b16 widened, no fp32 branch */
+void zt_cuda_add_layernorm_fwd16b(float *res, uint16_t *out16, float *tmp, float *mean, float *rstd,
+                                  const float *a, const uint16_t *b16, const float *w,
+                                  const float *b, int N, int C) {
+    (void)tmp;
+    if (N <= 0 || C <= 0) return;
+    const int rows = ZT_LN_THREADS / 32;
+    k_add_layernorm_fwd<uint16_t, uint16_t><<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
+        res, out16, mean, rstd, a, b16, w, b, N, C);
+    ZT_LAUNCHED("k_add_layernorm_fwd16b");
 }
 
 void zt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w,

@@ -347,6 +347,9 @@ PY
 }
 gptn16 "$G"
 HOOK=ZT_TEST_NO_GELUE TAG=gelue FEWER=24 gptn16 "$G"
+# (and GPT-2's residual branches in bf16, config.h ZT_W16_GBRANCH16: the projections' bf16 D and
+# add_layernorm_fwd16b against the fp32 branches, the same launches)
+HOOK=ZT_TEST_NO_GBRANCH16 TAG=gbranch16 gptn16 "$G"
 
 # ---- LoRA's q|k|v gradient in bf16 (libtrain/arch.h zt_lora_dq16_of): the Llama with adapters on
 # every linear layer, bf16 at stage 0, on cuDNN's path (ZT_CUDA_DETERMINISTIC=0): cuDNN writes
