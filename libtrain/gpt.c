@@ -599,8 +599,8 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
     /* (gbranch16: the output in bf16 over scratch where the add is folded
      * into a norm that writes bf16: the next block's ln_1 (the same
      * activations as this block's) or the final norm's lnf16) */
-    const int fold = zt_w16_on(&g->cfg, ZT_W16_ADDFOLD);
-    const int mbr = fold && s->fchg16 && s->ln216 && n16 && gbr16_on(g, LG_FCPROJ) &&
+    const int afold = zt_w16_on(&g->cfg, ZT_W16_ADDFOLD);
+    const int mbr = afold && s->fchg16 && s->ln216 && n16 && gbr16_on(g, LG_FCPROJ) &&
                     (l + 1 < g->cfg.n_layer || a->lnf16);
     if (mbr) {
         be->matmul_fwd_o16((uint16_t *)(void *)a->scratch, a->d4b, s->fch_gelu, s->fchg16,
@@ -611,7 +611,7 @@ static int block_fwd(void *self, void *acts, int l, zt_status *st) {
         zt_skel_lora_fwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->scratch, N, &a->lora);
     }
     /* (addfold: y = res2 + scratch, the next norm adds it) */
-    if (fold) {
+    if (afold) {
         a->fold = l + 1;
         a->fold16 = mbr;
     } else {

@@ -664,6 +664,11 @@ mutant gelue-fallback-rounded kernels/cuda/cuda_nn.cu \
 mutant gelue-aux-out kernels/cuda/cuda_matmul.cu \
     'lt_epi e = \{EPI_GELU_AUX_BIAS, \Kpre16(?=, OC, NULL\};)' 'out16'
 
+# add_layernorm_fwd16b: launched over whole groups of rows only (the last
+# N % 8 rows left as they were)
+mutant ln16b-rows kernels/cuda/cuda_nn.cu \
+    'k_add_layernorm_fwd<uint16_t, uint16_t><<<\K\(N \+ rows - 1\) / rows(?=, ZT_LN_THREADS)' 'N / rows'
+
 # rmsnorm_bwd16: the bf16 row at row, not row * C (every row but 0 misplaced)
 mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \
     'uint16_t \*d16 = dinp16 \+ \K\(size_t\)row \* C(?=;)' '(size_t)row'
