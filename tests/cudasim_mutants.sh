@@ -667,7 +667,7 @@ mutant gelue-aux-out kernels/cuda/cuda_matmul.cu \
 # add_layernorm_fwd16b: launched over whole groups of rows only (the last
 # N % 8 rows left as they were)
 mutant ln16b-rows kernels/cuda/cuda_nn.cu \
-    'k_add_layernorm_fwd<uint16_t, uint16_t><<<\K\(N \+ rows - 1\) / rows(?=, ZT_LN_THREADS)' 'N / rows'
+    'k_add_layernorm_fwd16b<<<\K\(N \+ rows - 1\) / rows(?=, ZT_LN_THREADS)' 'N / rows'
 
 # rmsnorm_bwd16: the bf16 row at row, not row * C (every row but 0 misplaced)
 mutant rms16-bwd-row kernels/cuda/cuda_llama.cu \

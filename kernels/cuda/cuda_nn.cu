@@ -237,10 +237,10 @@ k_layernorm_fwd(O *out, float *mean, float *rstd, const float *inp, const float 
  * writes the elements it later reads back, so the values are add's then
  * layernorm_fwd's, bitwise (res may alias a); the branch b in fp32 or
  * (Bt uint16_t, k_add_layernorm_fwd16b) bf16 bits widened exactly (col_ld) */
-template <typename O, typename Bt = float>
-__global__ void __launch_bounds__(ZT_LN_THREADS)
-k_add_layernorm_fwd(float *res, O *out, float *mean, float *rstd, const float *a,
-                    const Bt *bb, const float *w, const float *b, int N, int C) {
+template <typename O, typename Bt>
+__device__ __forceinline__ void add_layernorm_fwd_row(float *res, O *out, float *mean, float *rstd,
+                                                      const float *a, const Bt *bb, const float *w,
+                                                      const float *b, int N, int C) {
     const int row = blockIdx.x * (ZT_LN_THREADS / 32) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= N) return;
@@ -270,6 +270,19 @@ k_add_layernorm_fwd(float *res, O *out, float *mean, float *rstd, const float *a
     }
 }
 
+template <typename O>
+__global__ void __launch_bounds__(ZT_LN_THREADS)
+k_add_layernorm_fwd(float *res, O *out, float *mean, float *rstd, const float *a,
+                    const float *bb, const float *w, const float *b, int N, int C) {
+    add_layernorm_fwd_row<O, float>(res, out, mean, rstd, a, bb, w, b, N, C);
+}
+/* the branch b16 in bf16, out16 bf16 (backend.h add_layernorm_fwd16b) */
+__global__ void __launch_bounds__(ZT_LN_THREADS)
+k_add_layernorm_fwd16b(float *res, uint16_t *out16, float *mean, float *rstd, const float *a,
+                       const uint16_t *b16, const float *w, const float *b, int N, int C) {
+    add_layernorm_fwd_row<uint16_t, uint16_t>(res, out16, mean, rstd, a, b16, w, b, N, C);
+}
+
 void zt_cuda_add_layernorm_fwd(float *res, float *out, float *mean, float *rstd, const float *a,
                                const float *bb, const float *w, const float *b, int N, int C) {
     if (N <= 0 || C <= 0) return;
@@ -297,7 +310,7 @@ void zt_cuda_add_layernorm_fwd16b(float *res, uint16_t *out16, float *tmp, float
     (void)tmp;
     if (N <= 0 || C <= 0) return;
     const int rows = ZT_LN_THREADS / 32;
-    k_add_layernorm_fwd<uint16_t, uint16_t><<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
+    k_add_layernorm_fwd16b<<<(N + rows - 1) / rows, ZT_LN_THREADS, 0, zt_cu.stream>>>(
         res, out16, mean, rstd, a, b16, w, b, N, C);
     ZT_LAUNCHED("k_add_layernorm_fwd16b");
 }
