@@ -512,8 +512,12 @@ gpt16() {  # gpt16 TAG DIR TARGETS: runs in DIR (its c_train.bin), with and with
     for h in 0 1; do
         local hook=()
         [ $h = 1 ] && hook=(ZT_TEST_NO_GPT16=1)
-        # (c_proj's adapters' bf16 dO off in both runs, ZT_TEST_NO_LO16: not bitwise, the lo16 pair)
-        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 ZT_TEST_NO_LO16=1 "${hook[@]}" \
+        # (c_proj's adapters' bf16 dO off in both runs, ZT_TEST_NO_LO16: not bitwise, the lo16 pair;
+        # and fc's GEMM and GELU as two calls and the fp32 residual branches, ZT_TEST_NO_GELUE,
+        # ZT_TEST_NO_GBRANCH16: the layers without adapters take them only with ZT_W16_GPT16, not
+        # bitwise, the gelue and gbranch16 pairs above)
+        (cd "$dir" && env ZT_CUDA_DETERMINISTIC=0 ZT_TEST_NO_LO16=1 ZT_TEST_NO_GELUE=1 ZT_TEST_NO_GBRANCH16=1 \
+            "${hook[@]}" \
             timeout 600 "$sim" train --config "$SRC/configs/tiny.json" --train c_train.bin --val c_val.bin \
             --batch-size 8 --micro-batch 8 --steps 4 --eval-every 100 --eval-batches 1 --log-every 1 \
             --sample-tokens 0 --backend cuda --precision bf16 --matmul-precision bf16 --resume never \
