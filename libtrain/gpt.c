@@ -134,9 +134,12 @@ static int gptn16_on(const zt_model_config *mc, const zt_backend *be) {
     return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_GPTN16) && zt_w16_on(mc, ZT_W16_D16) && be &&
            be->layernorm_bwd16d && be->matmul_bwd_o16;
 }
+/* (lnsum's config half: gpt_kernel_ws plans its scratch from it alone) */
+static int lnsum_cfg(const zt_model_config *mc) {
+    return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_LNSUM) && zt_w16_on(mc, ZT_W16_D16);
+}
 static int lnsum_on(const zt_model_config *mc, const zt_backend *be) {
-    return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_LNSUM) && zt_w16_on(mc, ZT_W16_D16) && be &&
-           be->layernorm_bwd16d;
+    return lnsum_cfg(mc) && be && be->layernorm_bwd16d;
 }
 
 /* gpt.h: the config's lora_off / lora_dy16 of the attention's groups (the
@@ -1060,9 +1063,7 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_cuda_ws_layernorm_bwd(N, C));
     /* (lnsum: ln_2's backward with the bias sums; the backend's entry is
      * cuda's here, the gate without it) */
-    if (zt_acts16_on(mc) && mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_LNSUM) &&
-        zt_w16_on(mc, ZT_W16_D16))
-        WS(zt_cuda_ws_layernorm_bwd_sum(N, C));
+    if (zt_acts16_on(mc) && lnsum_cfg(mc)) WS(zt_cuda_ws_layernorm_bwd_sum(N, C));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */

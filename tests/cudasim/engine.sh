@@ -102,6 +102,20 @@ peaks_why() {
     done
 }
 PATOL=2e-5
+# within16 A.jsonl B.jsonl: prints the largest relative differences of the logged losses and
+# gradient norms of two 4-step runs; 0 when both are within 2^-12 / 2^-9 and not bitwise
+within16() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+def recs(p):
+    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+dl = max(abs(x[1] - y[1]) / abs(y[1]) for x, y in zip(a, b)) if a and b else 1
+dg = max(abs(x[2] - y[2]) / abs(y[2]) for x, y in zip(a, b)) if a and b else 1
+print("%.3g %.3g" % (dl, dg))
+sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
+PY
+}
 # group NAME NP CONFIG ARGS...: engine-check.sh in $W/NAME, its TAP renumbered;
 # COMM=nccl: ztrain.comm_backend=nccl, a simulated device per rank
 group() {
@@ -327,17 +341,7 @@ gptn16() {  # [HOOK=VAR TAG=T FEWER=N] gptn16 DIR: runs in DIR (its c_train.bin)
             > "${tag}_$h.out" 2>&1) || why="$why run $h failed (exit $?);"
     done
     grep -q '^attention: cuDNN fused attention' "$dir/${tag}_0.out" 2> /dev/null || why="$why not on cuDNN's path;"
-    d=$(python3 - "$dir/${tag}_0.jsonl" "$dir/${tag}_1.jsonl" <<'PY'
-import json, sys
-def recs(p):
-    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
-a, b = recs(sys.argv[1]), recs(sys.argv[2])
-dl = max(abs(x[1] - y[1]) / abs(y[1]) for x, y in zip(a, b)) if a and b else 1
-dg = max(abs(x[2] - y[2]) / abs(y[2]) for x, y in zip(a, b)) if a and b else 1
-print("%.3g %.3g" % (dl, dg))
-sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
-PY
-    ) || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
+    d=$(within16 "$dir/${tag}_0.jsonl" "$dir/${tag}_1.jsonl") || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
     la=$(launches "$dir/${tag}_0.out")
     lb=$(launches "$dir/${tag}_1.out")
     [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = "$fewer" ] || why="$why launches $la vs $lb, not $fewer fewer;"
@@ -475,17 +479,7 @@ lo16() {  # lo16 TAG PER DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with
             why="$why run $h failed (exit $?);"
     done
     local d
-    d=$(python3 - "$dir/lo16_${tag}_0.jsonl" "$dir/lo16_${tag}_1.jsonl" <<'PY'
-import json, sys
-def recs(p):
-    return [(r["step"], r["loss"], r.get("grad_norm")) for r in map(json.loads, open(p)) if "loss" in r]
-a, b = recs(sys.argv[1]), recs(sys.argv[2])
-dl = max(abs(x[1] - y[1]) / abs(y[1]) for x, y in zip(a, b)) if a and b else 1
-dg = max(abs(x[2] - y[2]) / abs(y[2]) for x, y in zip(a, b)) if a and b else 1
-print("%.3g %.3g" % (dl, dg))
-sys.exit(0 if len(a) == 4 and len(b) == 4 and dl <= 2 ** -12 and dg <= 2 ** -9 and a != b else 1)
-PY
-    ) || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
+    d=$(within16 "$dir/lo16_${tag}_0.jsonl" "$dir/lo16_${tag}_1.jsonl") || why="$why losses or gradient norms not within 2^-12 / 2^-9 (or bitwise);"
     la=$(launches "$dir/lo16_${tag}_0.out")
     lb=$(launches "$dir/lo16_${tag}_1.out")
     L=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg" 2> /dev/null)
