@@ -1464,9 +1464,9 @@ static void c_layernorm_fwd(float *out, float *mean, float *rstd, const float *i
  * dinp16: N C h more written (layernorm_bwd16).  dout16
  * (layernorm_bwd16d): dout read as N C h for N C f.  dsum
  * (layernorm_bwd16d): the column pass adds the rows it has just written
- * (on chip), N C FLOPs more and a third P C 8 of partials written; then a
- * k_colsum_final of that array (P C FLOPs; P C 8 read, dsum read and
- * written 2 C f).
+ * (on chip), N C FLOPs more and a third P C 8 of partials written; the
+ * same k_colsum_final sums that array too (P C FLOPs more; P C 8 read, dsum
+ * read and written 2 C f).
  * What-if NORM_BWD_SPLIT (the recorded tables' kernels): k_layernorm_bwd_dx
  * (12 N C FLOPs; reads inp, dout, dinp 3 N C f, w C f, mean and rstd 2 N f;
  * writes dinp N C f, dinp16 N C h) then k_layernorm_bwd_part (ceil(C/128) x
@@ -1489,8 +1489,7 @@ static void layernorm_bwd_counts(int N, int C, int d16, int dout16, int dsum) {
     rec(K_LAYERNORM_BWD, (dsum ? 18 : 17) * D(N) * C,
         3 * D(N) * C * F + D(N) * C * dsz + out16 + D(C) * F + 2 * D(N) * F +
             (dsum ? 3 : 2) * P * C * 8);
-    rec(K_COLSUM_FINAL, 2 * P * C, 2 * P * C * 8 + 4 * D(C) * F);
-    if (dsum) rec(K_COLSUM_FINAL, P * C, P * C * 8 + 2 * D(C) * F);
+    rec(K_COLSUM_FINAL, (dsum ? 3 : 2) * P * C, (dsum ? 3 : 2) * (P * C * 8 + 2 * D(C) * F));
 }
 static void c_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C) {

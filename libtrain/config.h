@@ -473,7 +473,17 @@ typedef struct zt_model_config {
  *                   widened (add_layernorm_fwd16b), as Llama's
  *                   ZT_W16_BRANCH16.  NOT the same values (the branch
  *                   rounded once; tests/test_count "GPT-2's residual
- *                   branches in bf16") */
+ *                   branches in bf16")
+ *   ZT_W16_MLPSUM   ZT_TEST_NO_MLPSUM: GPT-2's MLP projection's bias
+ *                   gradient (full fine-tuning, bf16 gradients) summed by
+ *                   the norm backward that leaves its output gradient (the
+ *                   next block's ln_1, or the final norm: layernorm_bwd16d's
+ *                   dsum) into a row of the activations' mlpsum [L, C],
+ *                   then added to the bias gradient by the block's own
+ *                   backward (whose gradient unit is bound only then),
+ *                   instead of a column sum by the projection's backward.
+ *                   The same values (bitwise: tests/test_count "GPT-2's MLP
+ *                   projection bias summed by the norm above") */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -525,6 +535,7 @@ typedef struct zt_model_config {
 #define ZT_W16_LNSUM      (UINT64_C(1) << 47)
 #define ZT_W16_GELUE      (UINT64_C(1) << 48)
 #define ZT_W16_GBRANCH16  (UINT64_C(1) << 49)
+#define ZT_W16_MLPSUM     (UINT64_C(1) << 50)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

@@ -141,6 +141,21 @@ static int lnsum_cfg(const zt_model_config *mc) {
 static int lnsum_on(const zt_model_config *mc, const zt_backend *be) {
     return lnsum_cfg(mc) && be && be->layernorm_bwd16d;
 }
+/* mlpsum (ZT_W16_MLPSUM): the MLP projection's bias gradient of block l is
+ * the column sum of the residual gradient the norm above it leaves (block
+ * l + 1's ln_1, or the final norm), which runs before block l's gradient
+ * unit is bound (stages 2-3: a bucket of its own): that norm's backward
+ * sums it (layernorm_bwd16d's dsum, bitwise the projection's column sum)
+ * into row l of the activations' mlpsum [L, C], zeroed by the final norm's
+ * backward, and block l adds the row to the bias gradient.  The config
+ * half (the carve's) and the step's (mlpsum_on: the buffer and the entry) */
+static int mlpsum_cfg(const zt_model_config *mc) {
+    return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_MLPSUM) && zt_w16_on(mc, ZT_W16_D16);
+}
+static float *mlpsum_row(const zt_gpt *g, const zt_gpt_acts *a, int l) {
+    if (!a->mlpsum || !a->dres16 || !g->be->layernorm_bwd16d || !mlpsum_cfg(&g->cfg)) return NULL;
+    return a->mlpsum + (size_t)l * g->cfg.n_embd;
+}
 
 /* gpt.h: the config's lora_off / lora_dy16 of the attention's groups (the
  * model's own gates are those; sk->lo.bt2d is ZT_W16_LORABT, model_skel.c) */
@@ -335,6 +350,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (over lnf / lnf16, which the LM head's backward was the last to read) */
         if (a16 && !zt_carve_over16(&cv, lnf_off, lnf_n, N * C, &a->dres16))
             TAKE16(a->dres16, N * C);
+        if (a16 && mlpsum_cfg(mc)) TAKES(a->mlpsum, L * C);
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
 #undef TAKE
@@ -711,7 +727,14 @@ static void norm_bwd(void *self, void *acts) {
     zt_gpt_acts *a = acts;
     const int N = a->fB * a->fT, C = g->cfg.n_embd, L = g->cfg.n_layer;
     g->be->zero(a->dres, (size_t)N * C * sizeof(float));
-    if (a->dres16 && zt_w16_on(&g->cfg, ZT_W16_D16))   /* (and its bf16 copy: block_bwd) */
+    /* (mlpsum: the last block's MLP projection bias sums, row L - 1; every
+     * row zeroed first, the norms above each block adding into it) */
+    float *msum = mlpsum_row(g, a, L - 1);
+    if (msum) {
+        g->be->zero(a->mlpsum, (size_t)L * C * sizeof(float));
+        g->be->layernorm_bwd16d(a->dres, a->dres16, g->g.lnfw, g->g.lnfb, msum, a->dbuf, NULL,
+                                a->res[L], g->p.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+    } else if (a->dres16 && zt_w16_on(&g->cfg, ZT_W16_D16))   /* (and its bf16 copy: block_bwd) */
         g->be->layernorm_bwd16(a->dres, a->dres16, g->g.lnfw, g->g.lnfb, a->dbuf, a->res[L],
                                g->p.lnfw, a->lnf_mean, a->lnf_rstd, N, C);
     else
@@ -750,6 +773,11 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
      * bsum; gptn16_on, lnsum_on) */
     const int n16 = dres16 && gptn16_on(&g->cfg, be);
     float *bsum = dres16 && lnsum_on(&g->cfg, be) ? gw->attprojb : NULL;
+    /* (mlpsum: the MLP projection's bias sums the norm above left in row l,
+     * and ln_1's into row l - 1 for the block below; mlpsum_row) */
+    const float *msum = dres16 ? mlpsum_row(g, a, l) : NULL;
+    float *msum1 = msum && l > 0 ? mlpsum_row(g, a, l - 1) : NULL;
+    float *fcprojb = msum ? NULL : gw->fcprojb;
     uint16_t *dn16 = NULL;
     /* MLP: dres flows to res2 unchanged and into the projection */
     uint16_t *dfc16 = NULL;   /* (fc's bf16 output gradient the GEMMs read: g16's, or gpt16's) */
@@ -762,7 +790,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
          * gradient, the values they rounded d4b to otherwise; d4b the fp32
          * scratch of the entry) */
         uint16_t *dpre16 = dfc16 = (uint16_t *)(void *)a->d4a;
-        be->matmul_dgelu_bwd_o16(dpre16, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, dres16,
+        be->matmul_dgelu_bwd_o16(dpre16, a->d4b, gw->fcb, gw->fcprojw, fcprojb, a->dres, dres16,
                                  s->fch_gelu, s->fchg16, s->fch16, w->fcprojw, W16(T_FCPW), N,
                                  4 * C, C);
         if (n16) {   /* (gptn16: ln_2's output gradient in bf16, d4b; dbuf the fp32 scratch) */
@@ -782,12 +810,12 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
             be->from_bf16(a->d4a, s->fch16, (size_t)N * 4 * C);
             fch = a->d4a;
         }
-        zt_mm_dgelu_bwd_d(be, a->d4b, gw->fcb, gw->fcprojw, gw->fcprojb, a->dres, dres16,
+        zt_mm_dgelu_bwd_d(be, a->d4b, gw->fcb, gw->fcprojw, fcprojb, a->dres, dres16,
                           s->fch_gelu, s->fchg16, fch, w->fcprojw, W16(T_FCPW), N, 4 * C, C);
         zt_mm_bwd_x(be, a->dbuf, gw->fcw, NULL, a->d4b, s->ln2, s->ln216, w->fcw, W16(T_FCW), N, C,
                     4 * C);
     } else {
-        zt_mm_bwd_d(be, a->d4a, gw->fcprojw, gw->fcprojb, a->dres, dres16, s->fch_gelu, s->fchg16,
+        zt_mm_bwd_d(be, a->d4a, gw->fcprojw, fcprojb, a->dres, dres16, s->fch_gelu, s->fchg16,
                     w->fcprojw, W16(T_FCPW), N, 4 * C, C);
         zt_skel_lora_bwd16(sk, LG_FCPROJ, s->fch_gelu, s->fchg16, a->dres, dres16, a->d4a, N, ls);
         /* (bf16 fc output: its values widened into d4b, the gradient made in place) */
@@ -808,6 +836,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
         zt_mm_bwd_d(be, a->dbuf, gw->fcw, gw->fcb, a->d4b, dfc16, s->ln2, s->ln216, w->fcw,
                     W16(T_FCW), N, C, 4 * C);
     }
+    if (msum) be->add(gw->fcprojb, gw->fcprojb, msum, (size_t)C);
     /* (with dfc16 the adapters read it alone: lora_dy16) */
     zt_skel_lora_bwd16(sk, LG_FC, s->ln2, s->ln216, dfc16 ? NULL : a->d4b, dfc16, a->dbuf, N, ls);
     if (dn16 || bsum)
@@ -919,9 +948,10 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
 #undef W16
     /* (with dq16 the adapters read it alone: lora_dy16) */
     zt_skel_lora_bwd16(sk, LG_QKV, s->ln1, s->ln116, dq16 ? NULL : dq, dq16, a->dbuf, N, ls);
-    if (dn16)   /* (block 0's: no bf16 copy, the embedding reads the fp32 value) */
-        be->layernorm_bwd16d(a->dres, l > 0 ? a->dres16 : NULL, gw->ln1w, gw->ln1b, NULL, NULL,
-                             dn16, a->res[l], w->ln1w, s->ln1_mean, s->ln1_rstd, N, C);
+    if (dn16 || msum1)   /* (block 0's: no bf16 copy, the embedding reads the fp32 value) */
+        be->layernorm_bwd16d(a->dres, l > 0 ? a->dres16 : NULL, gw->ln1w, gw->ln1b, msum1,
+                             dn16 ? NULL : a->dbuf, dn16, a->res[l], w->ln1w, s->ln1_mean,
+                             s->ln1_rstd, N, C);
     else if (dres16 && l > 0)   /* (block 0's: the embedding reads the fp32 value) */
         be->layernorm_bwd16(a->dres, a->dres16, gw->ln1w, gw->ln1b, a->dbuf, a->res[l], w->ln1w,
                             s->ln1_mean, s->ln1_rstd, N, C);

@@ -77,6 +77,9 @@ typedef struct zt_gpt_acts {
     zt_classifier cls;         /* LM head + loss: [N] losses, one chunk of logits (classifier.h) */
     /* backward scratch (training only) */
     float *dres, *dbuf, *dqkv, *d4a, *d4b;  /* [N,C] [N,C] [N,3C] [N,4C] [N,4C] */
+    float *mlpsum;             /* [L, C] the MLP projections' bias gradients summed by the
+                                * norm backward above each (a training block with the bf16
+                                * activations, ZT_W16_MLPSUM: gpt.c mlpsum_cfg), else NULL */
     uint16_t *dres16;          /* bf16 activations: [N,C] the residual gradient's bf16 copy
                                 * (written by the norm backward adding into it, read by the
                                 * projections' GEMMs: zt_d16_ok); laid over lnf / lnf16

@@ -100,6 +100,7 @@ static const struct {
     {"ZT_TEST_NO_LNSUM", ZT_W16_LNSUM},
     {"ZT_TEST_NO_GELUE", ZT_W16_GELUE},
     {"ZT_TEST_NO_GBRANCH16", ZT_W16_GBRANCH16},
+    {"ZT_TEST_NO_MLPSUM", ZT_W16_MLPSUM},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -642,7 +642,7 @@ mutant lnsum-restart kernels/cuda/cuda_nn.cu \
 
 # layernorm_bwd16d's dsum: its final sums added to dw, not dsum
 mutant lnsum-final kernels/cuda/cuda_nn.cu \
-    'if \(dsum\) zt_cuda_colsum_final\(\Kdsum(?=, ps, P, C\);)' 'dw'
+    'dw, pw, db, pb, \Kdsum(?=, ps, P, C\);)' 'dw'
 
 # k_layernorm_bwd: no barrier between the row pass and the column pass (the
 # column pass of dsum reads the dinp rows other warps are writing)

@@ -409,7 +409,7 @@ static void formulas(void) {
         tap_ok(tot().launches == 2, "layernorm_bwd16: 2 launches");
         /* layernorm_bwd16d: dout read in bf16 (N C h for N C f); dinp16
          * NULL: no bf16 copy; dsum: N C FLOPs and a third P C 8 of
-         * partials more, and a second k_colsum_final of that array */
+         * partials more, summed by the same k_colsum_final */
         zt_count_reset();
         K->layernorm_bwd16d(y, d16, dw, b, NULL, NULL, FAKE(uint16_t, 11), w, FAKE(float, 7),
                             FAKE(float, 8), FAKE(float, 9), 6, 5);
@@ -421,9 +421,9 @@ static void formulas(void) {
                             FAKE(float, 8), FAKE(float, 9), 6, 5);
         check_kernel("layernorm_bwd16d dsum", "k_layernorm_bwd", 1, 18 * N * C,
                      4 * N * C * 4 + C * 4 + 2 * N * 4 + 3 * P * C * 8);
-        check_kernel("layernorm_bwd16d dsum", "k_colsum_final", 2, 3 * P * C,
+        check_kernel("layernorm_bwd16d dsum", "k_colsum_final", 1, 3 * P * C,
                      3 * P * C * 8 + 6 * C * 4);
-        tap_ok(tot().launches == 3, "layernorm_bwd16d dsum: 3 launches");
+        tap_ok(tot().launches == 2, "layernorm_bwd16d dsum: 2 launches");
         zt_count_reset();
         K->rmsnorm_bwd(y, dw, x, w, FAKE(float, 7), FAKE(float, 9), 6, 5);
         check_kernel("rmsnorm_bwd", "k_rmsnorm_bwd", 1, 11 * N * C,
@@ -859,7 +859,8 @@ static const struct {
     {137438953472ULL, "ZT_TEST_NO_LGRAD16"}, {274877906944ULL, "ZT_TEST_NO_LO16"},
     {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"},
     {2199023255552ULL, "ZT_TEST_NO_GPTN16"}, {4398046511104ULL, "ZT_TEST_NO_LNSUM"},
-    {8796093022208ULL, "ZT_TEST_NO_GELUE"}, {17592186044416ULL, "ZT_TEST_NO_GBRANCH16"}};
+    {8796093022208ULL, "ZT_TEST_NO_GELUE"}, {17592186044416ULL, "ZT_TEST_NO_GBRANCH16"},
+    {1125899906842624ULL, "ZT_TEST_NO_MLPSUM"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
@@ -1359,17 +1360,18 @@ static w16_bits w16_dh32(const char *shape) {
 }
 /* ZT_TEST_NO_DOUT16N's bit for a Llama shape, and ZT_TEST_NO_DH16's
  * (w16_dh32); for a GPT-2 shape ZT_TEST_NO_GPTN16's, ZT_TEST_NO_LNSUM's,
- * ZT_TEST_NO_GELUE's and ZT_TEST_NO_GBRANCH16's: the sections whose counts
- * and bitwise losses are those of the fp32 norm-output gradient (q|k|v's
- * and gate|up's, GPT-2's fc's and q|k|v's dinp in fp32), of the fp32 dh, of
- * the projection's own bias column sum, of GPT-2's GELU on the rounded fc
- * output and of its fp32 residual branches set them in both runs; the bf16
- * gradients, not bitwise, are bf16_dout16n's, bf16_dh16's and
- * gpt_norm16's, the bias sums gpt_norm16's, the fused GELU and the bf16
- * branches gpt_gelue's */
+ * ZT_TEST_NO_GELUE's, ZT_TEST_NO_GBRANCH16's and ZT_TEST_NO_MLPSUM's: the
+ * sections whose counts and bitwise losses are those of the fp32
+ * norm-output gradient (q|k|v's and gate|up's, GPT-2's fc's and q|k|v's
+ * dinp in fp32), of the fp32 dh, of the projections' own bias column sums,
+ * of GPT-2's GELU on the rounded fc output and of its fp32 residual
+ * branches set them in both runs; the bf16 gradients, not bitwise, are
+ * bf16_dout16n's, bf16_dh16's and gpt_norm16's, the bias sums gpt_norm16's
+ * and gpt_mlpsum's, the fused GELU and the bf16 branches gpt_gelue's */
 static w16_bits w16_dout32(const char *shape) {
     if (!strncmp(shape, "gpt2", 4))
-        return 2199023255552ULL | 4398046511104ULL | 8796093022208ULL | 17592186044416ULL;
+        return 2199023255552ULL | 4398046511104ULL | 8796093022208ULL | 17592186044416ULL |
+               1125899906842624ULL;
     return !strncmp(shape, "llama", 5) ? 8589934592ULL | w16_dh32(shape) : 0;
 }
 
@@ -4156,8 +4158,8 @@ static void bf16_dout16n(void) {
  * (ZT_W16_LNSUM, layernorm_bwd16d's dsum) against its own column sum
  * (ZT_TEST_NO_LNSUM=1): BITWISE every loss and gradient norm and, at stages
  * 0 and 1, the last step's gradient block; per step and block one
- * k_colsum_part fewer (the k_colsum_final launches the same: ln_2's second
- * one for the projection's), fewer bytes; with the bf16 norm gradient
+ * k_colsum_part and one k_colsum_final fewer (ln_2's one final launch sums
+ * the projection's partials too), fewer bytes; with the bf16 norm gradient
  * (the default) and without it (then ln_2's backward is a layernorm_bwd16d
  * call on the fp32 gradient: n more), over both backends; not taken (the
  * same counts): LoRA, the fp32 activations, Llama. */
@@ -4190,8 +4192,8 @@ static void gpt_norm16(void) {
             const int paths = cases[i].fc + (b16 ? cases[i].qkv : 0);
             w16_pair p;
             char what[192];
-            if (w16_case_run(&p, paths ? &kind : &same, c, c->arg | 4398046511104ULL, NULL, tail, what,
-                             sizeof what)) {
+            if (w16_case_run(&p, paths ? &kind : &same, c, c->arg | 4398046511104ULL | 1125899906842624ULL,
+                             NULL, tail, what, sizeof what)) {
                 const long n = 4L * p.s.L * paths;
                 tap_ok(p.ma.lbd == n && p.mb.lbd == 0 && p.ma.bo16 - p.mb.bo16 == n &&
                            p.ma.lnb == p.mb.lnb && p.mb.bwds - p.ma.bwds == n &&
@@ -4208,7 +4210,7 @@ static void gpt_norm16(void) {
             /* the bias sums: with the bf16 norm gradient (no bit) and without */
             const int on = paths > 0 || (cases[i].fc && !b16);
             for (int n16 = 0; n16 < 2; n16++) {
-                const w16_bits nb = c->arg | (n16 ? 2199023255552ULL : 0);
+                const w16_bits nb = c->arg | 1125899906842624ULL | (n16 ? 2199023255552ULL : 0);
                 if (!w16_case_run(&p, on ? &sum : &sum0, c, nb, NULL, tail, what, sizeof what)) continue;
                 const long n = on ? 4L * p.s.L : 0;
                 /* (without the bf16 norm gradient ln_2's backward is a
@@ -4216,7 +4218,7 @@ static void gpt_norm16(void) {
                 const long lb = n16 ? n : 0;
                 const int grads = p.ma.ghave == p.mb.ghave && (!p.ma.ghave || p.ma.ghash == p.mb.ghash) &&
                                   (c->stage > 1 || c->extra == w16_lora || p.ma.ghave);
-                tap_ok(p.mb.cpart - p.ma.cpart == n && p.ma.final_k == p.mb.final_k &&
+                tap_ok(p.mb.cpart - p.ma.cpart == n && p.mb.final_k - p.ma.final_k == n &&
                            p.ma.lbd - p.mb.lbd == lb && p.ma.lnb == p.mb.lnb && grads &&
                            (n ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
                            w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
@@ -4226,6 +4228,86 @@ static void gpt_norm16(void) {
                        what, p.ma.cpart, p.mb.cpart, n, p.ma.final_k, p.mb.final_k, p.ma.lbd, p.mb.lbd,
                        p.ma.ghave ? "bitwise" : "(stage 3 or LoRA: not kept)", p.ma.all_b, p.mb.all_b);
             }
+        }
+    }
+    g_w16_inner = NULL;
+}
+
+/* ------------------------------------------------------------ GPT-2's MLP projection bias summed by the norm above
+ * GPT-2's MLP projection's bias gradient (full fine-tuning, the bf16
+ * gradients) summed by the norm backward that leaves its output gradient,
+ * block l + 1's ln_1 or the final norm (ZT_W16_MLPSUM, layernorm_bwd16d's
+ * dsum), into row l of the activations' mlpsum [L, C] (zeroed by the final
+ * norm's backward), and added to the bias gradient by block l's backward,
+ * against the projection's own column sum (ZT_TEST_NO_MLPSUM=1; both runs
+ * with the bias of c_proj summed by ln_2 and the other GPT-2 paths as they
+ * are).  BITWISE every loss and gradient norm and, at stages 0 and 1, the
+ * last step's gradient block: the sum is the same fixed-order column sum
+ * rounded once, added once to the bias gradient.  Per backward (n, two a
+ * step with accumulation): L k_colsum_part and L k_colsum_final fewer (the
+ * norm's one final launch sums its dsum partials too), L k_add and one
+ * memset more, 1 + (L - 1) layernorm_bwd16d calls more over the cpu (the
+ * final norm's and ln_1's, a layernorm_bwd16 before), 1 over the
+ * bf16-gradient backend (ln_1's is one already, its q|k|v path taken), the
+ * norm backward calls the same, fewer bytes; the activations' peak and plan
+ * [L, C] floats more (the carve's rounding), the planner exact.  Stages 0,
+ * 1, 2 (the gradient buckets the sums wait for), 3 checkpointed, with
+ * gradient accumulation at 0 and 2.  Not taken (the same counts, bitwise):
+ * LoRA all-linear, the fp32 activations, Llama. */
+static void gpt_mlpsum(void) {
+    static const w16_kind kind = {1125899906842624ULL,
+                                  " with and without the MLP projection's bias summed by the norm above",
+                                  "projection's column sum's", NULL};
+    static const w16_kind same = {1125899906842624ULL,
+                                  " with and without the MLP projection's bias summed by the norm above "
+                                  "(not taken)",
+                                  "projection's column sum's", NULL};
+    static const char acc[] = "gradient_accumulation_steps=2 train_batch_size=4";
+    static const w16_xname names[] = {{acc, " accumulating"}, {NULL, NULL}};
+    /* (arg: the hooks of both runs; taken: the path's) */
+    static const struct { w16_case c; int taken; } cases[] = {
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 1, NULL, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 2, NULL, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 3, w16_ck, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 0, acc, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 2, acc, 0}, 1},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 2}, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 0}};
+    bf16g_init();
+    for (int b16 = 0; b16 < 2; b16++) {
+        g_w16_inner = b16 ? &g_bf16g : NULL;
+        const char *tail = b16 ? " (bf16-gradient backend)" : " (cpu)";
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const w16_case *c = &cases[i].c;
+            const int on = cases[i].taken;
+            w16_pair p;
+            char what[192];
+            if (!w16_case_run(&p, on ? &kind : &same, c, c->arg, names, tail, what, sizeof what)) continue;
+            const long L = p.s.L, nb = 4L * (c->extra == acc ? 2 : 1) * on;
+            const long lb = nb * (b16 ? 1 : L);
+            const uint64_t da = p.ma.acts_peak - p.mb.acts_peak, want = on ? 4 * (((uint64_t)L * p.s.C + 15) & ~(uint64_t)15) : 0;
+            const int grads = p.ma.ghave == p.mb.ghave && (!p.ma.ghave || p.ma.ghash == p.mb.ghash) &&
+                              (c->stage > 1 || c->extra == w16_lora || p.ma.ghave);
+            tap_ok(p.mb.cpart - p.ma.cpart == nb * L && p.mb.final_k - p.ma.final_k == nb * L &&
+                       p.ma.lbd - p.mb.lbd == lb && p.ma.lnb == p.mb.lnb && p.ma.add - p.mb.add == nb * L &&
+                       p.ma.memset_n - p.mb.memset_n == nb && grads &&
+                       (nb ? p.ma.all_b < p.mb.all_b : p.ma.all_b == p.mb.all_b) &&
+                       p.ma.acts_peak >= p.mb.acts_peak && da == want &&
+                       p.ma.acts_plan - p.mb.acts_plan == da &&
+                       w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16),
+                   "%s: %ld k_colsum_part (%ld without, %ld fewer expected), %ld k_colsum_final (%ld "
+                   "without), %ld layernorm_bwd16d (%ld without, %ld more expected), %ld k_add (%ld "
+                   "without), %ld memsets (%ld without), the last gradient block %s, %.0f bytes moved "
+                   "(%.0f without), activations' peak %llu bytes (%llu without, %llu more expected), "
+                   "planned %llu (%llu without)",
+                   what, p.ma.cpart, p.mb.cpart, nb * L, p.ma.final_k, p.mb.final_k, p.ma.lbd, p.mb.lbd,
+                   lb, p.ma.add, p.mb.add, p.ma.memset_n, p.mb.memset_n,
+                   p.ma.ghave ? "bitwise" : "(stage 2-3 or LoRA: not kept)", p.ma.all_b, p.mb.all_b,
+                   (unsigned long long)p.ma.acts_peak, (unsigned long long)p.mb.acts_peak,
+                   (unsigned long long)want, (unsigned long long)p.ma.acts_plan,
+                   (unsigned long long)p.mb.acts_plan);
         }
     }
     g_w16_inner = NULL;
@@ -5177,7 +5259,9 @@ static void model(void) {
          * losses, no k_xent16_fwd); the GELU in fc's GEMM
          * (matmul_gelu_fwd_o16: GELU_AUX_BIAS with bf16 D and aux, no
          * k_gelu_fwd16); the projections' outputs in bf16, read so by the
-         * residual add in the next norm (k_add_layernorm_fwd16b) */
+         * residual add in the next norm (k_add_layernorm_fwd16b); the MLP
+         * projections' bias gradients summed by the norm above each
+         * (ZT_W16_MLPSUM: a k_add a block adds the sum to the gradient) */
         cm_counts cn;
         const cm_run_opts on = {0, 0, 0, 2, g.B * g.T, CM_ATT_ZTRAIN, 0, "", "", "", CM_OFFLOAD_NONE};
         if (tap_ok(cm_count_step(&g, &on, zt_backend_count(), &cn, &st) == ZT_OK,
@@ -5202,7 +5286,7 @@ static void model(void) {
                        launches_of_k(cn.k, cn.nk, "k_layernorm_fwd16") == 1 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd16b") == 12 + 12 &&
-                       launches_of_k(cn.k, cn.nk, "k_add") == 0 &&
+                       launches_of_k(cn.k, cn.nk, "k_add") == 12 &&
                        launches_of_k(cn.k, cn.nk, "k_layernorm_fwd") == 0 &&
                        launches_of_k(cn.k, cn.nk, "k_add_layernorm_fwd") == 0,
                    "GPT-2 step, the head in one chunk: %ld roundings (294 - 49 of dout - 98 of weights "
@@ -5210,7 +5294,8 @@ static void model(void) {
                    "input - 12 of GELU gradients), bf16 logits (k_xent16_fused alone: fused), %ld "
                    "conversions (%ld as recorded), %ld widenings (%ld as recorded + 12 activations), 24 "
                    "q|k|v roundings fewer in the attention, the GELU in fc's bf16 GEMM (no k_gelu_fwd16), 25 bf16 LayerNorms (the final "
-                   "one's the head's input; 24 with the residual add before them, its branch in bf16), no k_add",
+                   "one's the head's input; 24 with the residual add before them, its branch in bf16), 12 k_add (the "
+                   "MLP projections' bias sums, no residual add)",
                    launches_of_k(cn.k, cn.nk, "k_round_bf16"), launches_of_k(cn.k, cn.nk, "k_to_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_to_bf16"), launches_of_k(cn.k, cn.nk, "k_from_bf16"),
                    launches_of_k(cg.k, cg.nk, "k_from_bf16"));
@@ -6071,6 +6156,7 @@ int main(int argc, char **argv) {
     lora_o16();
     bf16_dout16n();
     gpt_norm16();
+    gpt_mlpsum();
     gpt_gelue();
     gpt_branch16();
     bf16_dh16();

@@ -155,22 +155,24 @@ __global__ void k_colsum_part(double *part, const S *src, int N, int C, size_t l
 /* dst[c] += sum over p of part[p, c], in order; two arrays at once when
  * part2 is set */
 __global__ void k_colsum_final(float *dst, const double *part, float *dst2, const double *part2,
-                               int P, int C) {
+                               float *dst3, const double *part3, int P, int C) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    double a = 0.0, b = 0.0;
+    double a = 0.0, b = 0.0, e = 0.0;
     for (int p = 0; p < P; p++) {
         a += part[(size_t)p * C + c];
         if (part2) b += part2[(size_t)p * C + c];
+        if (part3) e += part3[(size_t)p * C + c];
     }
     dst[c] += (float)a;
     if (dst2) dst2[c] += (float)b;
+    if (dst3) dst3[c] += (float)e;
 }
 
 void zt_cuda_colsum_final(float *dst, const double *part, int P, int C) {
     if (P <= 0 || C <= 0) return;
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
-        dst, part, NULL, NULL, P, C);
+        dst, part, NULL, NULL, NULL, NULL, P, C);
     ZT_LAUNCHED("k_colsum_final");
 }
 
@@ -187,7 +189,7 @@ static void colsum_acc(float *dst, const S *src, int N, int C, size_t ld, const 
     k_colsum_part<S><<<g1, ZT_COL_THREADS, 0, zt_cu.stream>>>(part, src, N, C, ld, R);
     if (!ZT_LAUNCHED(name)) return;
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
-        dst, part, NULL, NULL, P, C);
+        dst, part, NULL, NULL, NULL, NULL, P, C);
     ZT_LAUNCHED("k_colsum_final");
 }
 
@@ -428,10 +430,10 @@ static void layernorm_bwd(float *dinp, uint16_t *dinp16, float *dw, float *db, f
     k_layernorm_bwd<Tout><<<P, ZT_NB_THREADS, 0, zt_cu.stream>>>(dinp, pw, pb, ps, dout, inp, w,
                                                                  mean, rstd, N, C, R, dinp16);
     if (!ZT_LAUNCHED("k_layernorm_bwd")) return;
+    /* (dw, db and dsum's final sums in one launch) */
     k_colsum_final<<<(C + ZT_COL_THREADS - 1) / ZT_COL_THREADS, ZT_COL_THREADS, 0, zt_cu.stream>>>(
-        dw, pw, db, pb, P, C);
-    if (!ZT_LAUNCHED("k_colsum_final")) return;
-    if (dsum) zt_cuda_colsum_final(dsum, ps, P, C);
+        dw, pw, db, pb, dsum, ps, P, C);
+    ZT_LAUNCHED("k_colsum_final");
 }
 
 void zt_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, const float *inp,
