@@ -644,6 +644,11 @@ mutant lnsum-restart kernels/cuda/cuda_nn.cu \
 mutant lnsum-final kernels/cuda/cuda_nn.cu \
     'dw, pw, db, pb, \Kdsum(?=, ps, P, C\);)' 'dw'
 
+# k_colsum_final's third array (layernorm_bwd16d's dsum, in the launch of
+# dw's and db's final sums): the second array's partials summed into it
+mutant final3-part kernels/cuda/cuda_nn.cu \
+    'if \(part3\) e \+= \Kpart3(?=\[\(size_t\)p \* C \+ c\];)' 'part2'
+
 # k_layernorm_bwd: no barrier between the row pass and the column pass (the
 # column pass of dsum reads the dinp rows other warps are writing)
 mutant lnsum-no-barrier kernels/cuda/cuda_nn.cu \

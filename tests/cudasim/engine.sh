@@ -312,10 +312,21 @@ HOOK=ZT_TEST_NO_QKB16 PER=4 BOTH=ZT_TEST_NO_DOUT16N=1 \
 
 # ---- GPT-2's attention projection's bias gradient summed by ln_2's backward (config.h
 # ZT_W16_LNSUM, backend.h layernorm_bwd16d's dsum): bitwise the projection's own column sum
-# (ZT_TEST_NO_LNSUM=1), one k_colsum_part a block and step fewer, each run's device peak the
-# planner's (layernorm_bwd16d's third array of partials in the kernel workspace)
-HOOK=ZT_TEST_NO_LNSUM WHAT="the attention projection's k_colsum_part a block, summed by ln_2" \
+# (ZT_TEST_NO_LNSUM=1), its k_colsum_part and k_colsum_final a block and step fewer (ln_2's one
+# final launch sums the partials), each run's device peak the planner's (layernorm_bwd16d's third
+# array of partials in the kernel workspace)
+HOOK=ZT_TEST_NO_LNSUM PER=2 \
+    WHAT="the attention projection's k_colsum_part and k_colsum_final a block, summed by ln_2" \
     do16 lnsum "$G" tiny.json
+# ---- GPT-2's MLP projection's bias gradient summed by the norm above (config.h ZT_W16_MLPSUM:
+# the next block's ln_1 or the final norm, layernorm_bwd16d's dsum, into a row of the
+# activations' mlpsum, added to the bias gradient by the block's own backward): bitwise the
+# projection's own column sum (ZT_TEST_NO_MLPSUM=1); a block and step its k_colsum_part and
+# k_colsum_final for one k_add (a launch fewer; the memset zeroing mlpsum once a step is not a
+# kernel launch); each run's device peak the planner's (mlpsum [L, C] in the activations)
+HOOK=ZT_TEST_NO_MLPSUM \
+    WHAT="the MLP projection's k_colsum_part and k_colsum_final a block for a k_add" \
+    do16 mlpsum "$G" tiny.json
 # ---- GPT-2's norms' output gradient in bf16 (config.h ZT_W16_GPTN16): fc's and q|k|v's GEMMs
 # writing their input gradient in bf16 (matmul_bwd_o16; q|k|v's on cuDNN's bf16 dQ|dK|dV) and
 # ln_2's / ln_1's backward reading it (layernorm_bwd16d), bf16 at stage 1, checkpointed, 2
