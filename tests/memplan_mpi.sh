@@ -300,7 +300,9 @@ ok $? "estimate: Llama-3-8B, 8192 tokens, bf16, 8 ranks, stage 3: activations pe
 # norm's output (the LM head's input, kept in bf16 alone: 2C bytes a token).  So the bf16 copies of
 # the gradients the backward GEMMs read take none of their own (the residual gradient's lies over
 # the final norm's bf16 output, gate|up's over the slot's gate|up), nor do the fp32 stagings (inside
-# the backward's scratch at these shapes).  (fp32 logits in both: ZT_TEST_NO_L16=1; every array here a multiple of 256 bytes.)
+# the backward's scratch at these shapes).  GPT-2's one buffer of its own with the bf16 activations:
+# the MLP projections' bias sums, mlpsum [L, C] fp32 (ZT_W16_MLPSUM: 4 L C bytes more).  (fp32
+# logits in both: ZT_TEST_NO_L16=1; every array here a multiple of 256 bytes.)
 # acts16 NAME SAVED_BYTES FLAGS...: `ztrain estimate FLAGS` (--json among them)
 acts16() {
     local name=$1 want=$2 o; shift 2
@@ -320,7 +322,7 @@ L_TOK=$((2 * (2 * 4096 + (32 + 2 * 8) * 128 + 32 * 128 + 3 * 14336)))   # Llama-
 acts16 "Llama-3-8B, 8192 tokens, 8 ranks, stage 3 (32 slots)" $((8192 * (32 * L_TOK + 2 * 4096))) "${L8E[@]}"
 acts16 "Llama-3-8B QLoRA, 2048 tokens, checkpointing (1 slot)" $((2048 * (L_TOK + 2 * 4096))) "${LORA8[@]}" \
     --device gpu --lora-base nf4 --json
-acts16 "GPT-2 12 x 768, 2048 tokens (12 slots)" $((2048 * 2 * (12 * 14 + 1) * 768)) --world-size 2 \
+acts16 "GPT-2 12 x 768, 2048 tokens (12 slots; mlpsum's 4 L C bytes more)" $((2048 * 2 * (12 * 14 + 1) * 768 - 4 * 12 * 768)) --world-size 2 \
     --n-layer 12 --n-embd 768 --device gpu --bf16.enabled true --micro-batch 16 --seq-len 128 --json
 # optimizer offload on a GPU target: master + m + v on the host, offloaded; the rest on the device
 "$ZTRAIN" estimate --world-size 8 --n-layer 4 --n-embd 128 --stage 2 --precision bf16 --offload optimizer \
