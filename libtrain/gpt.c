@@ -148,7 +148,8 @@ static int lnsum_on(const zt_model_config *mc, const zt_backend *be) {
  * sums it (layernorm_bwd16d's dsum, bitwise the projection's column sum)
  * into row l of the activations' mlpsum [L, C], zeroed by the final norm's
  * backward, and block l adds the row to the bias gradient.  The config
- * half (the carve's) and the step's (mlpsum_on: the buffer and the entry) */
+ * half (the carve's), and the row of block l where the step takes the path
+ * (the buffer, the bf16 gradients and the entry), else NULL */
 static int mlpsum_cfg(const zt_model_config *mc) {
     return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_MLPSUM) && zt_w16_on(mc, ZT_W16_D16);
 }
@@ -775,7 +776,7 @@ static int block_bwd(void *self, void *acts, int l, zt_status *st) {
     float *bsum = dres16 && lnsum_on(&g->cfg, be) ? gw->attprojb : NULL;
     /* (mlpsum: the MLP projection's bias sums the norm above left in row l,
      * and ln_1's into row l - 1 for the block below; mlpsum_row) */
-    const float *msum = dres16 ? mlpsum_row(g, a, l) : NULL;
+    const float *msum = mlpsum_row(g, a, l);
     float *msum1 = msum && l > 0 ? mlpsum_row(g, a, l - 1) : NULL;
     float *fcprojb = msum ? NULL : gw->fcprojb;
     uint16_t *dn16 = NULL;

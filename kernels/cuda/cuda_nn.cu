@@ -152,8 +152,8 @@ __global__ void k_colsum_part(double *part, const S *src, int N, int C, size_t l
     part[(size_t)p * C + c] = acc;
 }
 
-/* dst[c] += sum over p of part[p, c], in order; two arrays at once when
- * part2 is set */
+/* dst[c] += sum over p of part[p, c], in order; two or three arrays at
+ * once when part2 / part3 are set (each column's sums independent) */
 __global__ void k_colsum_final(float *dst, const double *part, float *dst2, const double *part2,
                                float *dst3, const double *part3, int P, int C) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
