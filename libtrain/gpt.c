@@ -134,12 +134,14 @@ static int gptn16_on(const zt_model_config *mc, const zt_backend *be) {
     return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_GPTN16) && zt_w16_on(mc, ZT_W16_D16) && be &&
            be->layernorm_bwd16d && be->matmul_bwd_o16;
 }
-/* (lnsum's config half: gpt_kernel_ws plans its scratch from it alone) */
-static int lnsum_cfg(const zt_model_config *mc) {
-    return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_LNSUM) && zt_w16_on(mc, ZT_W16_D16);
+/* (the config half of a bias summed by a norm's backward, bit
+ * ZT_W16_LNSUM or ZT_W16_MLPSUM: full fine-tuning with the bf16 gradients;
+ * gpt_kernel_ws plans layernorm_bwd16d's sum scratch from it alone) */
+static int bsum_cfg(const zt_model_config *mc, uint64_t bit) {
+    return mc->lora_r <= 0 && zt_w16_on(mc, bit) && zt_w16_on(mc, ZT_W16_D16);
 }
 static int lnsum_on(const zt_model_config *mc, const zt_backend *be) {
-    return lnsum_cfg(mc) && be && be->layernorm_bwd16d;
+    return bsum_cfg(mc, ZT_W16_LNSUM) && be && be->layernorm_bwd16d;
 }
 /* mlpsum (ZT_W16_MLPSUM): the MLP projection's bias gradient of block l is
  * the column sum of the residual gradient the norm above it leaves (block
@@ -147,14 +149,12 @@ static int lnsum_on(const zt_model_config *mc, const zt_backend *be) {
  * unit is bound (stages 2-3: a bucket of its own): that norm's backward
  * sums it (layernorm_bwd16d's dsum, bitwise the projection's column sum)
  * into row l of the activations' mlpsum [L, C], zeroed by the final norm's
- * backward, and block l adds the row to the bias gradient.  The config
- * half (the carve's), and the row of block l where the step takes the path
- * (the buffer, the bf16 gradients and the entry), else NULL */
-static int mlpsum_cfg(const zt_model_config *mc) {
-    return mc->lora_r <= 0 && zt_w16_on(mc, ZT_W16_MLPSUM) && zt_w16_on(mc, ZT_W16_D16);
-}
+ * backward, and block l adds the row to the bias gradient.  The row of
+ * block l where the step takes the path (the buffer, carved by bsum_cfg,
+ * the bf16 gradients and the entry), else NULL */
 static float *mlpsum_row(const zt_gpt *g, const zt_gpt_acts *a, int l) {
-    if (!a->mlpsum || !a->dres16 || !g->be->layernorm_bwd16d || !mlpsum_cfg(&g->cfg)) return NULL;
+    if (!a->mlpsum || !a->dres16 || !g->be->layernorm_bwd16d || !bsum_cfg(&g->cfg, ZT_W16_MLPSUM))
+        return NULL;
     return a->mlpsum + (size_t)l * g->cfg.n_embd;
 }
 
@@ -351,7 +351,7 @@ static zt_carve carve(const zt_model_config *mc, int B, int T, int training, int
         /* (over lnf / lnf16, which the LM head's backward was the last to read) */
         if (a16 && !zt_carve_over16(&cv, lnf_off, lnf_n, N * C, &a->dres16))
             TAKE16(a->dres16, N * C);
-        if (a16 && mlpsum_cfg(mc)) TAKES(a->mlpsum, L * C);
+        if (a16 && bsum_cfg(mc, ZT_W16_MLPSUM)) TAKES(a->mlpsum, L * C);
     }
     zt_carve_lora(&cv, &a->lora, &a->dnorm, mc, N, training, 2 * C);
 #undef TAKE
@@ -1092,9 +1092,11 @@ static uint64_t gpt_kernel_ws(const zt_model_config *mc, int B, int T, int E, ui
     WS(zt_classifier_l16(mc, 1, 0) ? zt_cuda_ws_matmul_bwd_head16(Rh, C, V, 1, 1)
                                    : zt_cuda_ws_matmul_bwd(bf16, Rh, C, V, 1, 1, 0));
     WS(zt_cuda_ws_layernorm_bwd(N, C));
-    /* (lnsum: ln_2's backward with the bias sums; the backend's entry is
-     * cuda's here, the gate without it) */
-    if (zt_acts16_on(mc) && lnsum_cfg(mc)) WS(zt_cuda_ws_layernorm_bwd_sum(N, C));
+    /* (lnsum, mlpsum: ln_2's, ln_1's and the final norm's backward with the
+     * bias sums, either alone; the backend's entry is cuda's here, the gate
+     * without it) */
+    if (zt_acts16_on(mc) && (bsum_cfg(mc, ZT_W16_LNSUM) || bsum_cfg(mc, ZT_W16_MLPSUM)))
+        WS(zt_cuda_ws_layernorm_bwd_sum(N, C));
     WS(zt_cuda_ws_matmul_bwd(bf16, N, 4 * C, C, 1, 1, 1));    /* fcproj */
     WS(zt_cuda_ws_matmul_dgelu_bwd(bf16, N, 4 * C, C, 1, 1));  /* fcproj through the GELU */
     WS(zt_cuda_ws_matmul_bwd(bf16, N, C, 4 * C, 1, 1, 1));    /* fc */
