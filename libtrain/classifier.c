@@ -165,6 +165,11 @@ void zt_classifier_forward_fused(const zt_backend *be, zt_classifier *c, float *
                                  double *loss_dev) {
     const long R = rows_for(c->rmax, N);
     const long nch = (N + R - 1) / R;
+    /* dw written fresh (backend.h set_dw_fresh over exactly its [V, C]:
+     * train.c, a tied head's gradient, shard.h zt_shard_head_fresh): by the
+     * first chunk's GEMM, the range then ended so that the others add */
+    const int fresh = dw && V > 0 && C > 0 && be->dw_fresh && be->dw_fresh(dw) &&
+                      be->dw_fresh(dw + (size_t)V * C - 1);
     /* last chunk first: dw sums the rows in the order of
      * zt_classifier_backward; every chunk's logits computed, their losses
      * written with their gradient */
@@ -172,6 +177,7 @@ void zt_classifier_forward_fused(const zt_backend *be, zt_classifier *c, float *
         long r0;
         const long n = chunk_rows(N, R, k, &r0);
         chunk_grad(be, c, dx, dw, x, w, targets, dloss, r0, n, C, V, cap, c->losses + r0, 0);
+        if (fresh && k == nch - 1) be->set_dw_fresh(NULL, 0);
     }
     c->pn = 0;   /* (no probabilities kept: the buffer holds gradients) */
     *loss_sum = 0.0;

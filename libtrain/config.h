@@ -483,7 +483,17 @@ typedef struct zt_model_config {
  *                   backward (whose gradient unit is bound only then),
  *                   instead of a column sum by the projection's backward.
  *                   The same values (bitwise: tests/test_count "GPT-2's MLP
- *                   projection bias summed by the norm above") */
+ *                   projection bias summed by the norm above")
+ *   ZT_W16_HEADFRESH ZT_TEST_NO_HEADFRESH: with the blocks' weight
+ *                   gradients written fresh (stages 0 and 1, full
+ *                   fine-tuning: shard.h zt_shard_fresh_range), a tied LM
+ *                   head's gradient (the embedding's) too: left out of the
+ *                   step's zeroing and written by the first dW GEMM of the
+ *                   first micro-batch's fused head (ZT_W16_HEADFUSE;
+ *                   shard.h zt_shard_head_fresh), zeroed after that forward
+ *                   where no GEMM wrote it.  The same values (bitwise but
+ *                   -0.0: tests/test_count "the tied head's gradient
+ *                   written fresh") */
 /* (macros, not an enum: bit 32 and on need 64 bits) */
 #define ZT_W16_O16        (UINT64_C(1) << 0)
 #define ZT_W16_N16        (UINT64_C(1) << 1)
@@ -536,6 +546,7 @@ typedef struct zt_model_config {
 #define ZT_W16_GELUE      (UINT64_C(1) << 48)
 #define ZT_W16_GBRANCH16  (UINT64_C(1) << 49)
 #define ZT_W16_MLPSUM     (UINT64_C(1) << 50)
+#define ZT_W16_HEADFRESH  (UINT64_C(1) << 51)
 /* 1 when mc takes the path of bit (one ZT_W16_*) */
 static inline int zt_w16_on(const zt_model_config *mc, uint64_t bit) { return (mc->w16 & bit) != 0; }
 /* bit (one ZT_W16_*) kept only where ok: the model's copy of the config

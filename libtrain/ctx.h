@@ -81,6 +81,8 @@ struct zt_ctx {
     zt_startup startup;          /* zt_ctx_startup: where the context's start-up went */
     int gradfresh;               /* the blocks' weight gradients written fresh (precision.h
                                   * zt_gradfresh_of, shard.h zt_shard_fresh_range) */
+    int headfresh;               /* and a tied head's by the fused head (config.h
+                                  * ZT_W16_HEADFRESH, shard.h zt_shard_head_fresh) */
     int prefaulting;             /* its blocks may be queued for pre-faulting (mem.c) */
 };
 

@@ -101,6 +101,7 @@ static const struct {
     {"ZT_TEST_NO_GELUE", ZT_W16_GELUE},
     {"ZT_TEST_NO_GBRANCH16", ZT_W16_GBRANCH16},
     {"ZT_TEST_NO_MLPSUM", ZT_W16_MLPSUM},
+    {"ZT_TEST_NO_HEADFRESH", ZT_W16_HEADFRESH},
 };
 
 void zt_out16_of(zt_model_config *mc) {

@@ -1066,12 +1066,34 @@ int zt_shard_fresh_range(const zt_shard *sh, float **g, size_t *n) {
     return 1;
 }
 
-void zt_shard_zero_grads_fresh(zt_shard *sh) {
+int zt_shard_head_fresh(const zt_shard *sh, float **g, size_t *n) {
+    const zt_model *m = sh->m;
+    *g = NULL;
+    *n = 0;
+    float *fg;
+    size_t fn;
+    const zt_arch *a = zt_arch_of_ops(m->ops);
+    if (!zt_shard_fresh_range(sh, &fg, &fn) || !a || !zt_arch_tied(a, &m->cfg) || !sh->be->dw_fresh ||
+        m->units[0].n_tensors < 1)
+        return -1;
+    /* (the embedding: the first tensor of the first unit, [V, C], the
+     * head's whole dW) */
+    const int t = m->units[0].first_tensor;
+    const zt_tensor_info *ti = &m->tensors[t];
+    if (ti->unit != 0 || ti->ndim != 2 || ti->shape[0] != m->cfg.vocab ||
+        (size_t)ti->shape[0] * (size_t)ti->shape[1] != ti->numel || fresh_tensor(m, t))
+        return -1;
+    *g = m->grads + ti->offset;
+    *n = ti->numel;
+    return t;
+}
+
+void zt_shard_zero_grads_fresh(zt_shard *sh, int head_t) {
     if (sh->grads_zero) return;   /* still the allocation's zeros */
     const zt_model *m = sh->m;
     size_t at = 0;   /* the start of the run not zeroed yet */
     for (int t = 0; t < m->n_tensors; ++t) {
-        if (!fresh_tensor(m, t)) continue;
+        if (!fresh_tensor(m, t) && t != head_t) continue;
         const size_t o = m->tensors[t].offset;
         if (o > at) sh->be->zero(m->grads + at, (o - at) * sizeof(float));
         at = o + m->tensors[t].numel;

@@ -301,10 +301,22 @@ void zt_shard_zero_grads(zt_shard *sh);
  * for set_dw_fresh around that backward.  0 otherwise (the step zeroes all
  * of them: zt_shard_zero_grads). */
 int zt_shard_fresh_range(const zt_shard *sh, float **g, size_t *n);
+/* The tied LM head's gradient written fresh too (config.h
+ * ZT_W16_HEADFRESH, decided by train.c with ZT_W16_HEADFUSE: a training
+ * forward takes the head's gradient, classifier.h
+ * zt_classifier_forward_fused, whose first chunk's dW GEMM writes the whole
+ * [V, C] gradient): where zt_shard_fresh_range answers 1, the head is the
+ * embedding (zt_arch_tied) and the backend has dw_fresh: the embedding
+ * tensor's index, and in *g, *n its gradient m->grads[off, off + V C), for
+ * set_dw_fresh around the first micro-batch's forward (train.c: zeroed
+ * after that forward where no GEMM took the range).  -1 otherwise (*g
+ * NULL, *n 0). */
+int zt_shard_head_fresh(const zt_shard *sh, float **g, size_t *n);
 /* zt_shard_zero_grads less the blocks' GEMM weights (zt_shard_fresh_range
- * answered 1): each run of the other tensors (norms, biases, embeddings,
- * the head) zeroed with one memset. */
-void zt_shard_zero_grads_fresh(zt_shard *sh);
+ * answered 1) and tensor head_t (zt_shard_head_fresh's answer; -1: none):
+ * each run of the other tensors (norms, biases, embeddings, the head)
+ * zeroed with one memset. */
+void zt_shard_zero_grads_fresh(zt_shard *sh, int head_t);
 /* After the last micro-step: finish the gradient reduction. */
 int zt_shard_reduce_grads(zt_shard *sh, zt_status *st);
 /* Test hook: make this rank's first owned gradient +inf (forced overflow). */

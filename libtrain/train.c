@@ -557,6 +557,12 @@ static int build_engine(zt_ctx *ctx, int defer, zt_status *st) {
     float *fg;
     size_t fn;
     ctx->gradfresh = zt_gradfresh_of() && zt_shard_fresh_range(zt_ctx_tsh(ctx), &fg, &fn);
+    {
+        /* (the bits as the built-in model takes them: builtin_model) */
+        zt_model_config hc = c->model;
+        zt_out16_of(&hc);
+        ctx->headfresh = ctx->gradfresh && zt_w16_on(&hc, ZT_W16_HEADFRESH) && zt_w16_on(&hc, ZT_W16_HEADFUSE);
+    }
     ZT_TRY(train_acts_ready(ctx, st));
     if (zt_mesh_size(ctx->mesh, ZT_AX_SP) > 1) ZT_TRY(sp_buffers(ctx, (size_t)c->micro_batch * c->seq_len, st));
     ZT_TRY(zt_adamw_init(&ctx->opt, c, zt_shard_optim_elems(zt_ctx_tsh(ctx)), st));
@@ -927,11 +933,13 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
     ctx->sh->step = ctx->step;
     uint64_t comm0 = comm_total(ctx), a2a0 = zt_ctx_comm_bytes(ctx, ZT_COMM_ALLTOALL);
     /* the blocks' weight gradients: written fresh by the first
-     * micro-batch's dW GEMMs (backend.h set_dw_fresh over fg[0, fn)), the
-     * rest zeroed; else all zeroed */
-    float *fg = NULL;
-    size_t fn = 0;
-    if (ctx->gradfresh && zt_shard_fresh_range(sh, &fg, &fn)) zt_shard_zero_grads_fresh(sh);
+     * micro-batch's dW GEMMs (backend.h set_dw_fresh over fg[0, fn)), and
+     * a tied head's by the first micro-batch's fused head (hg[0, hn):
+     * shard.h zt_shard_head_fresh), the rest zeroed; else all zeroed */
+    float *fg = NULL, *hg = NULL;
+    size_t fn = 0, hn = 0;
+    if (ctx->gradfresh && zt_shard_fresh_range(sh, &fg, &fn))
+        zt_shard_zero_grads_fresh(sh, ctx->headfresh ? zt_shard_head_fresh(sh, &hg, &hn) : -1);
     else zt_shard_zero_grads(sh);
     /* the step's scalars (loss sum, gradient sum of squares, fp16's
      * non-finite count) are computed into backend memory and read back
@@ -975,8 +983,16 @@ int zt_train_step(zt_ctx *ctx, zt_metrics *out, zt_status *st) {
          * leaves them set */
         ctx->sh->loss_acc = &o->scal->loss_sum;
         ctx->sh->fwd_dloss_set = 1;
+        /* (the fused head's first dW GEMM writes hg, and ends the range:
+         * classifier.h zt_classifier_forward_fused) */
+        if (hg && micro == 0) sh->be->set_dw_fresh(hg, hn);
         int rc = zt_shard_forward(ctx->sh, ctx->acts.acts, ctx->acts.inputs, ctx->acts.targets, B,
                                   Tl, 1, &ls, st);
+        if (hg && micro == 0) {
+            /* (no GEMM wrote it: an unfused head, or no rows) */
+            if (sh->be->dw_fresh(hg)) sh->be->zero(hg, hn * sizeof(float));
+            sh->be->set_dw_fresh(NULL, 0);
+        }
         ctx->sh->fwd_dloss_set = 0;
         ctx->sh->loss_acc = NULL;
         if (rc != ZT_OK) return rc;

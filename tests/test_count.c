@@ -860,7 +860,7 @@ static const struct {
     {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"},
     {2199023255552ULL, "ZT_TEST_NO_GPTN16"}, {4398046511104ULL, "ZT_TEST_NO_LNSUM"},
     {8796093022208ULL, "ZT_TEST_NO_GELUE"}, {17592186044416ULL, "ZT_TEST_NO_GBRANCH16"},
-    {1125899906842624ULL, "ZT_TEST_NO_MLPSUM"}};
+    {1125899906842624ULL, "ZT_TEST_NO_MLPSUM"}, {2251799813685248ULL, "ZT_TEST_NO_HEADFRESH"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
@@ -2842,21 +2842,23 @@ static void lora_lorapath(void) {
  * others, the gradient a fresh step would leave stale if moe.c did not
  * zero it): bitwise, more memsets (the counts not checked exactly).  Stages
  * 2 and 3 and LoRA: unchanged (the same counts, losses bitwise). */
-/* W: q|k|v, the attention's output projection, the MLP's matrices, per block */
+/* W: q|k|v, the attention's output projection, the MLP's matrices, per
+ * block; and a tied head's V C (its gradient the embedding's, written fresh
+ * by the fused head: config.h ZT_W16_HEADFRESH, head_fresh below) */
 static double fresh_elems(const cm_shape *s) {
-    const double C = s->C;
-    if (!s->llama) return s->L * 12.0 * C * C;
+    const double C = s->C, head = s->untied ? 0 : (double)s->V * C;
+    if (!s->llama) return s->L * 12.0 * C * C + head;
     const double hd = C / s->NH;
-    return s->L * (C * (s->NH + 2.0 * s->NKV) * hd + s->NH * hd * C + 3.0 * s->I * C);
+    return s->L * (C * (s->NH + 2.0 * s->NKV) * hd + s->NH * hd * C + 3.0 * s->I * C) + head;
 }
 /* a Mixture of Experts of E experts of width Im, every block sparse: W
  * (all the blocks' GEMM weights: attention, router, experts) and W' (less
  * the E - K experts that get no rows) */
 static void fresh_elems_moe(const cm_shape *s, int E, int K, int Im, double *w, double *wrows) {
-    const double C = s->C, hd = C / s->NH;
+    const double C = s->C, hd = C / s->NH, head = s->untied ? 0 : (double)s->V * C;
     const double att = C * (s->NH + 2.0 * s->NKV) * hd + s->NH * hd * C, ex = 3.0 * Im * C;
-    *w = s->L * (att + E * C + E * ex);
-    *wrows = s->L * (att + E * C + K * ex);
+    *w = s->L * (att + E * C + E * ex) + head;
+    *wrows = s->L * (att + E * C + K * ex) + head;
 }
 static void grad_fresh(void) {
     static const w16_kind kind = {2147483648ULL, " with and without the fresh weight gradients",
@@ -2929,6 +2931,83 @@ static void grad_fresh(void) {
                "step), cublasLt GEMMs %.0f bytes (%.0f without: %.0f fewer, 4 steps' 4 W expected), "
                "%ld GEMMs and %ld matmul_bwd* (%ld, %ld without)",
                what, p.ma.memset_b, p.ma.memset_n, p.mb.memset_b, p.mb.memset_n, dm, w4, p.ma.gemm_b,
+               p.mb.gemm_b, dg, p.ma.gemm, p.ma.bwds, p.mb.gemm, p.mb.bwds);
+    }
+}
+
+/* ------------------------------------------------------------ the tied head's gradient written fresh
+ * With the blocks' weight gradients written fresh (grad_fresh above), a
+ * tied LM head's gradient (the embedding's [V, C]) too: left out of the
+ * step's zeroing and written by the first dW GEMM of the first
+ * micro-batch's fused head (config.h ZT_W16_HEADFRESH, shard.h
+ * zt_shard_head_fresh; the head's other chunk, and the other micro-batch's
+ * chunks, add into it), against ZT_TEST_NO_HEADFRESH=1 (the embedding
+ * zeroed with its run of tensors, every chunk adding).  Every loss and
+ * gradient norm over 4 steps bitwise, and at stages 0 and 1 the last
+ * step's gradient block bitwise, -0.0 read as +0.0.  The counts: a step's
+ * memsets 4 V C bytes fewer, in as many launches (the embedding's run of
+ * tensors starts after it; but the first step's: the allocation's zeros,
+ * zeroed in neither run), the cublasLt GEMMs 4 V C bytes fewer a step (the
+ * first chunk's dw not read), every GEMM and call the same.  GPT-2 and
+ * Llama tied, stages 0 and 1, gradient accumulation 2, checkpointed, fp32
+ * matmuls, the head in one chunk, Gemma 2 (its soft-capped fp32 logits),
+ * a Mixture of Experts.  Not taken (the same counts, bitwise): untied,
+ * stages 2 and 3, LoRA, the head unfused (ZT_TEST_NO_HEADFUSE in both
+ * runs), the weight gradients zeroed (ZT_TEST_NO_GRADFRESH in both). */
+static void head_fresh(void) {
+    static const w16_kind kind = {2251799813685248ULL, " with and without the tied head's gradient written fresh",
+                                  "zeroed head gradient's", NULL};
+    static const w16_kind same = {2251799813685248ULL,
+                                  " with and without the tied head's gradient written fresh (not taken)",
+                                  "zeroed head gradient's", NULL};
+    static const char acc[] = "gradient_accumulation_steps=2 train_batch_size=4";
+    static const char fp32[] = "bf16.enabled=false";
+    static const char one[] = "ztrain.classifier_chunk_rows=64";
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24";
+    static const w16_xname names[] = {{acc, " accumulation 2"}, {fp32, " fp32"}, {one, " head in one chunk"},
+                                      {moe, " MoE"}, {NULL, NULL}};
+    /* (taken: the path's; no: the hooks of both runs) */
+    static const struct { w16_case c; int taken; w16_bits no; } cases[] = {
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 1, 0},
+        {{"gpt2:2,2,32,64,2,16", 1, NULL, 0}, 1, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, acc, 0}, 1, 0},
+        {{"gpt2:2,2,32,64,2,16", 1, w16_ck, 0}, 1, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, fp32, 0}, 1, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, one, 0}, 1, 0},
+        {{"gpt2:2,2,32,64,2,16", 2, NULL, 0}, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 3, NULL, 0}, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, w16_lora, 0}, 0, 0},
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 0, 131072},
+        {{"gpt2:2,2,32,64,2,16", 0, NULL, 0}, 0, 2147483648ULL},
+        {{"llama:2,4,2,32,48,64,2,16", 0, NULL, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 1, acc, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 0, moe, 0}, 1, 0},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 0, NULL, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16,untied", 1, acc, 0}, 0, 0},
+        {{"llama:2,4,2,32,48,64,2,16", 2, NULL, 0}, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i].c;
+        const int on = cases[i].taken;
+        w16_pair p;
+        char what[192];
+        if (!w16_case_run(&p, on ? &kind : &same, c, cases[i].no, names, NULL, what, sizeof what)) continue;
+        const double vc4 = on ? 4.0 * p.s.V * p.s.C : 0;
+        const double dm = p.mb.memset_b - p.ma.memset_b, dg = p.mb.gemm_b - p.ma.gemm_b;
+        if (c->stage <= 1 && c->extra != w16_lora)
+            tap_ok(p.ma.ghave && p.mb.ghave && p.ma.ghash == p.mb.ghash,
+                   "%s: the last step's gradients bitwise, -0.0 as +0.0 (hash %016llx, %016llx "
+                   "without; %ld -0.0 elements, %ld without)",
+                   what, (unsigned long long)p.ma.ghash, (unsigned long long)p.mb.ghash, p.ma.gneg0,
+                   p.mb.gneg0);
+        tap_ok(dm == 3 * vc4 && dg == 4 * vc4 && p.ma.memset_n == p.mb.memset_n && p.ma.gemm == p.mb.gemm &&
+                   p.ma.bwds == p.mb.bwds && p.ma.h16 == p.mb.h16 &&
+                   w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
+               "%s: memsets %.0f bytes in %ld launches (%.0f in %ld without: %.0f fewer, 3 steps' 4 V C "
+               "= %.0f expected), cublasLt GEMMs %.0f bytes (%.0f without: %.0f fewer, 4 steps' 4 V C "
+               "expected), %ld GEMMs and %ld matmul_bwd* (%ld, %ld without)",
+               what, p.ma.memset_b, p.ma.memset_n, p.mb.memset_b, p.mb.memset_n, dm, 3 * vc4, p.ma.gemm_b,
                p.mb.gemm_b, dg, p.ma.gemm, p.ma.bwds, p.mb.gemm, p.mb.bwds);
     }
 }
@@ -6147,6 +6226,7 @@ int main(int argc, char **argv) {
     lora_lgate();
     lora_lorapath();
     grad_fresh();
+    head_fresh();
     lora_gu16();
     branch16();
     moe16();

@@ -327,6 +327,16 @@ HOOK=ZT_TEST_NO_LNSUM PER=2 \
 HOOK=ZT_TEST_NO_MLPSUM \
     WHAT="the MLP projection's k_colsum_part and k_colsum_final a block for a k_add" \
     do16 mlpsum "$G" tiny.json
+# ---- a tied head's gradient written fresh (config.h ZT_W16_HEADFRESH, shard.h
+# zt_shard_head_fresh): the embedding's gradient left out of the step's zeroing and written by the
+# first micro-batch's fused head's first dW GEMM (beta 0), against ZT_TEST_NO_HEADFRESH=1 (zeroed,
+# every chunk adding): bitwise (-0.0 aside, which no checksum here met), the same launches (the
+# zeroing is a memset, not a kernel launch), each run's device peak the planner's; GPT-2 with 2
+# micro-batches a step (the second adds), and the tied Llama
+HOOK=ZT_TEST_NO_HEADFRESH PER=0 WHAT="the same kernels: one memset's bytes fewer a step" \
+    do16 headfresh "$G" tiny.json --micro-batch 4 --grad-accum 2
+HOOK=ZT_TEST_NO_HEADFRESH PER=0 WHAT="the same kernels: one memset's bytes fewer a step" \
+    do16 headfreshl "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 # ---- GPT-2's norms' output gradient in bf16 (config.h ZT_W16_GPTN16): fc's and q|k|v's GEMMs
 # writing their input gradient in bf16 (matmul_bwd_o16; q|k|v's on cuDNN's bf16 dQ|dK|dV) and
 # ln_2's / ln_1's backward reading it (layernorm_bwd16d), bf16 at stage 1, checkpointed, 2
