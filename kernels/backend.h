@@ -1163,6 +1163,18 @@ typedef struct zt_backend {
      * bitwise rows_gather then to_bf16.  out16 [n, C] bf16 bits, x fp32
      * (not overlapping out16). */
     void (*rows_gather_o16)(uint16_t *out16, const float *x, const int *rows, const float *w, int n, int C);
+    /* ---- several runs of bf16 widened in one call (last; optional: NULL
+     * when the backend has none, the caller then widens each run with
+     * from_bf16) ----
+     * from_bf16_runs: run r, the n[r] elements at in + off[r], widened into
+     * out + o_r, o_r = n[0] + ... + n[r - 1] (the runs placed one after the
+     * other), each element as from_bf16 widens it: bitwise from_bf16 run by
+     * run.  off[] and n[] host arrays of nr runs (n[r] = 0 allowed); out and
+     * in do not overlap.  libtrain/shard.c: a unit's fp32 copy of its
+     * tensors other than the GEMM-only ones.  cuda: one k_from_bf16_runs
+     * launch per ZT_CUDA_WIDEN_RUNS non-empty runs (their table a kernel
+     * argument: kernels/cuda/cuda_workspace.h). */
+    void (*from_bf16_runs)(float *out, const uint16_t *in, const size_t *off, const size_t *n, int nr);
 } zt_backend;
 
 /* att_scratch's in16: which attention entries ask */

@@ -55,7 +55,7 @@ enum {
     K_ROWS_DOT, K_MOE_COUNT, K_MOE_OFFSETS, K_MOE_FILL, K_MOE_REGROUP, K_SIGMOID_FWD, K_SIGMOID_BWD,
     K_GEMM_GROUPED, K_GROUPED_PTRS, K_ROWS_GATHER16, K_ROWS_DOT16, K_ROWS_SCATTER16,
     K_GEMM_GROUPED_BWD, K_ROWS_DOT16H, K_MOE_INVERSE, K_ROWS_SUM16, K_GEMM_GROUPED_DW, K_GROUPED_DW_PTRS,
-    K_DW_ADD16, K_ROWS_GATHER_O16, K_N
+    K_DW_ADD16, K_ROWS_GATHER_O16, K_FROM_BF16_RUNS, K_N
 };
 
 static const struct { const char *name; int cls; } KT[K_N] = {
@@ -187,6 +187,7 @@ static const struct { const char *name; int cls; } KT[K_N] = {
     [K_GROUPED_DW_PTRS] = {"k_grouped_dw_ptrs", ZT_CC_SCATTER},
     [K_DW_ADD16] = {"k_dw_add16", ZT_CC_STREAM},
     [K_ROWS_GATHER_O16] = {"k_rows_gather_o16", ZT_CC_STREAM},
+    [K_FROM_BF16_RUNS] = {"k_from_bf16_runs", ZT_CC_CONVERT},
 };
 
 static const char *const CLASS_NAMES[ZT_CC_N] = {
@@ -2339,6 +2340,24 @@ static void c_from_bf16(float *out, const uint16_t *in, size_t n) {
     if (g_inner) g_inner->from_bf16(out, in, n);
     if (n) rec(K_FROM_BF16, 0, D(n) * (F + H));
 }
+/* from_bf16_runs (cuda_backend.cu): a k_from_bf16_runs launch per
+ * ZT_CUDA_WIDEN_RUNS non-empty runs, f + h bytes an element */
+static void c_from_bf16_runs(float *out, const uint16_t *in, const size_t *off, const size_t *n, int nr) {
+    call(ZT_CE_from_bf16_runs);
+    if (g_inner) g_inner->from_bf16_runs(out, in, off, n, nr);
+    int k = 0;
+    double el = 0;
+    for (int r = 0; r < nr; ++r) {
+        if (!n[r]) continue;
+        el += D(n[r]);
+        if (++k == ZT_CUDA_WIDEN_RUNS) {
+            rec(K_FROM_BF16_RUNS, 0, el * (F + H));
+            k = 0;
+            el = 0;
+        }
+    }
+    if (k) rec(K_FROM_BF16_RUNS, 0, el * (F + H));
+}
 static void c_to_f16(uint16_t *out, const float *in, size_t n) {
     call(ZT_CE_to_f16);
     if (g_inner) g_inner->to_f16(out, in, n);
@@ -2727,6 +2746,7 @@ static void fill(zt_backend *t, const char *name, int host_memory, const zt_back
     if (!inner || inner->matmul_grouped_bwd_o16) t->matmul_grouped_bwd_o16 = c_matmul_grouped_bwd_o16;
     if (!inner || inner->matmul_grouped_dw16) t->matmul_grouped_dw16 = c_matmul_grouped_dw16;
     if (!inner || inner->rows_gather_o16) t->rows_gather_o16 = c_rows_gather_o16;
+    if (!inner || inner->from_bf16_runs) t->from_bf16_runs = c_from_bf16_runs;
 }
 
 const zt_backend *zt_backend_count(void) {

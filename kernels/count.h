@@ -106,7 +106,7 @@ typedef struct zt_count_kernel {
     X(moe_permute) X(moe_regroup) X(sigmoid_fwd) X(sigmoid_bwd) \
     X(matmul_grouped_o16) X(rows_gather16) X(rows_dot16) X(rows_scatter16) \
     X(matmul_grouped_bwd_o16) X(rows_dot16h) X(rows_sum16) X(matmul_grouped_dw16) \
-    X(rows_gather_o16)
+    X(rows_gather_o16) X(from_bf16_runs)
 #define ZT_COUNT_ENTRY_ENUM(e) ZT_CE_##e,
 typedef enum zt_count_entry { ZT_COUNT_ENTRIES(ZT_COUNT_ENTRY_ENUM) ZT_CE_N } zt_count_entry;
 #undef ZT_COUNT_ENTRY_ENUM

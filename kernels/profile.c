@@ -857,6 +857,13 @@ static void p_from_bf16(float *out, const uint16_t *in, size_t n) {
     inner->from_bf16(out, in, n);
     k_end(t, ZT_PROF_MEM, 0, 6.0 * (double)n);
 }
+static void p_from_bf16_runs(float *out, const uint16_t *in, const size_t *off, const size_t *n, int nr) {
+    double t = k_begin();
+    inner->from_bf16_runs(out, in, off, n, nr);
+    size_t all = 0;
+    for (int r = 0; r < nr; ++r) all += n[r];
+    k_end(t, ZT_PROF_MEM, 0, 6.0 * (double)all);
+}
 static void p_to_f16(uint16_t *out, const float *in, size_t n) {
     double t = k_begin();
     inner->to_f16(out, in, n);
@@ -985,6 +992,7 @@ const zt_backend *zt_prof_wrap(const zt_backend *be) {
     W(nonfinite);
     W(to_bf16);
     W(from_bf16);
+    W(from_bf16_runs);
     W(to_f16);
     W(from_f16);
     W(sum);

@@ -129,6 +129,12 @@ int zt_gradfresh_of(void) {
     return !getenv("ZT_TEST_NO_GRADFRESH");
 }
 
+int zt_widen_runs_of(void) {
+    /* test hook (tests/test_count.c: bitwise the per-run path; outside the
+     * ZTRAIN_ namespace on purpose) */
+    return !getenv("ZT_TEST_NO_WIDENRUNS");
+}
+
 int zt_ckptkeep_of(void) {
     /* test hook (tests/test_count.c, tests/test_memplan.c: bitwise every
      * group recomputed; outside the ZTRAIN_ namespace on purpose) */

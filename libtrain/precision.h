@@ -97,6 +97,13 @@ int zt_gradfresh_of(void);
  * ZT_TEST_NO_CKPTKEEP set: 0, every group recomputed as before (bitwise
  * the same values: tests compare the two paths) */
 int zt_ckptkeep_of(void);
+/* The fp32 copy of a unit's tensors other than the GEMM-only ones (shard.c
+ * make_view, bf16 storage): 1, their runs widened together by the
+ * backend's from_bf16_runs (one launch for up to ZT_CUDA_WIDEN_RUNS runs),
+ * read once where the engine is set up; the test hook
+ * ZT_TEST_NO_WIDENRUNS set: 0, a from_bf16 a run as before (bitwise the
+ * same values) */
+int zt_widen_runs_of(void);
 
 /* ------------------------------------------------------------ loss scaler */
 

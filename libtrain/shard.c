@@ -201,8 +201,11 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
         /* (at least one element: an expert unit has no other tensor) */
         float *v = zt_mem_alloc((n32 ? n32 : 1) * sizeof(float), ZT_MEM_GATHERED, st);
         if (!v) return zt_fail_prefix(st, "fp32 copy of unit %s", unit_name(sh, u));
-        /* runs of adjacent tensors in one pass each */
-        size_t o = 0;
+        /* runs of adjacent tensors in one pass each; in bf16 the runs of
+         * up to 32 at a time in one call (backend.h from_bf16_runs) */
+        const int runs = sh->prec == ZT_PREC_BF16 && sh->be->from_bf16_runs && sh->widen_runs;
+        size_t o = 0, roff[32], rn[32];
+        int nr = 0;
         for (int i = 0; i < ui->n_tensors;) {
             if (t[i].gemm) {
                 ++i;
@@ -211,9 +214,20 @@ static int make_view(zt_shard *sh, int u, zt_status *st) {
             const size_t from = t[i].offset;
             size_t n = 0;
             for (; i < ui->n_tensors && !t[i].gemm; ++i) n += t[i].numel;
-            zt_prec_widen(sh->be, sh->prec, v + o, src + (from - ui->offset), n);
-            o += n;
+            if (!runs) {
+                zt_prec_widen(sh->be, sh->prec, v + o, src + (from - ui->offset), n);
+                o += n;
+                continue;
+            }
+            roff[nr] = from - ui->offset;
+            rn[nr++] = n;
+            if (nr == 32) {
+                sh->be->from_bf16_runs(v + o, src, roff, rn, nr);
+                for (int r = 0; r < nr; ++r) o += rn[r];
+                nr = 0;
+            }
         }
+        if (nr) sh->be->from_bf16_runs(v + o, src, roff, rn, nr);
         sh->view[u] = v;
         return ZT_OK;
     }
@@ -613,6 +627,7 @@ int zt_shard_create_on(zt_model *m, int stage, const zt_mesh *mesh, int shard_ax
     sh->stage = stage;
     sh->m = m;
     sh->be = m->be;
+    sh->widen_runs = zt_widen_runs_of();
     sh->mesh = mesh;
     sh->world = world;
     sh->G = G;

@@ -204,6 +204,7 @@ struct zt_units {
     uint64_t init_elems;      /* parameters given their random initial values so far */
     int grads_zero;           /* the gradient storage still holds the zeros it was
                                * allocated with (nothing wrote it yet) */
+    int widen_runs;           /* precision.h zt_widen_runs_of (make_view) */
 
     /* precision (fp32: prec == ZT_PREC_FP32 and every pointer below NULL) */
     zt_precision prec;

@@ -252,6 +252,16 @@ mutant dw-fresh-beta1 kernels/cuda/cuda_matmul.cu \
 mutant dw-fresh-range kernels/cuda/cuda_matmul.cu \
     'return \Kg_fresh && dw >= g_fresh && dw < g_fresh \+ g_fresh_n(?= \? 0\.0f : 1\.0f;)' 'g_fresh'
 
+# from_bf16_runs: a block takes the run before its own where it is a run's
+# first block (its elements widened into the wrong place, its own left out)
+mutant widen-runs-block kernels/cuda/cuda_backend.cu \
+    'while \(r \+ 1 < t\.nr && t\.b0\[r \+ 1\] \K<=(?= blockIdx\.x\) \+\+r;)' '<'
+
+# from_bf16_runs: the output not advanced past a run (the runs all written
+# over the start of out)
+mutant widen-runs-out kernels/cuda/cuda_backend.cu \
+    't\.nr\+\+;\n        \Kout \+= n\[r\];' '(void)0;'
+
 # the residual add fused with LayerNorm: the sum is not stored, so the row
 # is normalized from whatever res held
 mutant add-ln-store kernels/cuda/cuda_nn.cu \

@@ -253,6 +253,29 @@ static void formulas(void) {
                  (OC * C + C * N) * 4 + N * OC * 4 + OC * 4);
     tap_ok(tot().launches == 1, "matmul_fwd fp32: 1 launch");
 
+    /* from_bf16_runs: a k_from_bf16_runs launch per ZT_CUDA_WIDEN_RUNS (64)
+     * non-empty runs, 6 bytes an element; empty runs count for nothing */
+    {
+        size_t off[130], n[130];
+        double el = 0;
+        for (int r = 0; r < 130; r++) {
+            off[r] = (size_t)r * 3;
+            n[r] = r % 5 == 4 ? 0 : (size_t)(r % 7 + 1);
+            el += (double)n[r];
+        }
+        zt_count_reset();
+        K->from_bf16_runs(x, (const uint16_t *)(void *)y, off, n, 130);
+        check_kernel("from_bf16_runs, 130 runs (104 not empty)", "k_from_bf16_runs", 2, 0, el * 6);
+        tap_ok(tot().launches == 2 && tot().calls[ZT_CE_from_bf16_runs] == 1,
+               "from_bf16_runs: 2 launches, 1 call");
+        zt_count_reset();
+        K->from_bf16_runs(x, (const uint16_t *)(void *)y, off, n, 4);
+        check_kernel("from_bf16_runs, 4 runs", "k_from_bf16_runs", 1, 0, (1 + 2 + 3 + 4) * 6.0);
+        zt_count_reset();
+        K->from_bf16_runs(x, (const uint16_t *)(void *)y, off + 4, n + 4, 1);
+        tap_ok(tot().launches == 0, "from_bf16_runs, one empty run: no launch");
+    }
+
     /* bf16: both operands rounded first (6 bytes an element), then the GEMM on bf16 */
     K->set_matmul_precision(ZT_MATMUL_BF16);
     zt_count_reset();
@@ -810,6 +833,7 @@ typedef struct w16_mem {
     long cpart;                 /* k_colsum_part launches */
     long gfo16, gelu16;         /* matmul_gelu_fwd_o16 calls; gelu_fwd16 + gelu_fwd16r calls */
     long alb16, aln16;          /* add_layernorm_fwd16b and add_layernorm_fwd16 calls */
+    long wruns, launches;       /* k_from_bf16_runs launches; all launches */
     long gdd16, gd16;           /* swiglu_bwd_dd16 + geglu_bwd_dd16 calls; swiglu_bwd_d16 +
                                  * geglu_bwd_d16 calls */
     long qkb, hnb;              /* qknorm_rope_bwd16 and headnorm_bwd calls */
@@ -860,7 +884,8 @@ static const struct {
     {549755813888ULL, "ZT_TEST_NO_CKPTKEEP"}, {1099511627776ULL, "ZT_TEST_NO_MOE16"},
     {2199023255552ULL, "ZT_TEST_NO_GPTN16"}, {4398046511104ULL, "ZT_TEST_NO_LNSUM"},
     {8796093022208ULL, "ZT_TEST_NO_GELUE"}, {17592186044416ULL, "ZT_TEST_NO_GBRANCH16"},
-    {1125899906842624ULL, "ZT_TEST_NO_MLPSUM"}, {2251799813685248ULL, "ZT_TEST_NO_HEADFRESH"}};
+    {1125899906842624ULL, "ZT_TEST_NO_MLPSUM"}, {2251799813685248ULL, "ZT_TEST_NO_HEADFRESH"},
+    {4503599627370496ULL, "ZT_TEST_NO_WIDENRUNS"}};
 #define W16_NHOOKS (sizeof w16_hooks / sizeof w16_hooks[0])
 static const zt_backend *g_w16_inner;
 /* 0: every run's checkpointing recomputes every group (ZT_TEST_NO_CKPTKEEP
@@ -1016,7 +1041,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
     mem->enc16 = t.calls[ZT_CE_encoder_fwd_w16];
     mem->enc = t.calls[ZT_CE_encoder_fwd];
     for (size_t i = 0; i < nk; i++) {
-        if (!strcmp(k[i].name, "k_from_bf16")) mem->widened += k[i].bytes * (double)k[i].launches;
+        if (!strcmp(k[i].name, "k_from_bf16") || !strcmp(k[i].name, "k_from_bf16_runs"))
+            mem->widened += k[i].bytes * (double)k[i].launches;
         if (k[i].launches && (!strcmp(k[i].name, "k_swiglu_bwd16") || !strcmp(k[i].name, "k_geglu_bwd16")))
             mem->glu_b = mem->glu_b == 0 || mem->glu_b == k[i].bytes ? k[i].bytes : -1;
     }
@@ -1139,6 +1165,8 @@ static int w16_run(const cm_shape *s, int stage, const char *extra, w16_bits no_
                 t.calls[ZT_CE_add_layernorm_fwd16] + t.calls[ZT_CE_add_rmsnorm_fwd16] +
                 t.calls[ZT_CE_add_rmsnorm_fwd16b] + t.calls[ZT_CE_add_layernorm_fwd16b];
     mem->from16 = launches_of_k(k, nk, "k_from_bf16");
+    mem->wruns = launches_of_k(k, nk, "k_from_bf16_runs");
+    mem->launches = t.launches;
     mem->rb16 = t.calls[ZT_CE_rope_bwd16];
     mem->ropeb = t.calls[ZT_CE_rope_bwd];
     mem->r16 = t.calls[ZT_CE_rope_fwd16];
@@ -2860,6 +2888,14 @@ static void fresh_elems_moe(const cm_shape *s, int E, int K, int Im, double *w, 
     *w = s->L * (att + E * C + E * ex) + head;
     *wrows = s->L * (att + E * C + K * ex) + head;
 }
+/* the last step's gradient block of a pair bitwise, -0.0 read as +0.0
+ * (the fresh gradients' sections) */
+static void fresh_grads_check(const w16_pair *p, const char *what) {
+    tap_ok(p->ma.ghave && p->mb.ghave && p->ma.ghash == p->mb.ghash,
+           "%s: the last step's gradients bitwise, -0.0 as +0.0 (hash %016llx, %016llx without; %ld "
+           "-0.0 elements, %ld without)",
+           what, (unsigned long long)p->ma.ghash, (unsigned long long)p->mb.ghash, p->ma.gneg0, p->mb.gneg0);
+}
 static void grad_fresh(void) {
     static const w16_kind kind = {2147483648ULL, " with and without the fresh weight gradients",
                                   "zeroed gradients' path's", NULL};
@@ -2920,11 +2956,7 @@ static void grad_fresh(void) {
             continue;
         }
         if (c->stage <= 1 && c->extra != w16_lora)
-            tap_ok(p.ma.ghave && p.mb.ghave && p.ma.ghash == p.mb.ghash,
-                   "%s: the last step's gradients bitwise, -0.0 as +0.0 (hash %016llx, %016llx "
-                   "without; %ld -0.0 elements, %ld without)",
-                   what, (unsigned long long)p.ma.ghash, (unsigned long long)p.mb.ghash, p.ma.gneg0,
-                   p.mb.gneg0);
+            fresh_grads_check(&p, what);
         tap_ok(dg == 4 * w4 && dm == 3 * (w4 + empty4) && p.ma.gemm == p.mb.gemm &&
                    p.ma.bwds == p.mb.bwds && (c->arg ? p.ma.memset_n > p.mb.memset_n : p.ma.memset_n == p.mb.memset_n),
                "%s: memsets %.0f bytes in %ld launches (%.0f in %ld without: %.0f fewer, 4 W = %.0f a "
@@ -2996,11 +3028,7 @@ static void head_fresh(void) {
         const double vc4 = on ? 4.0 * p.s.V * p.s.C : 0;
         const double dm = p.mb.memset_b - p.ma.memset_b, dg = p.mb.gemm_b - p.ma.gemm_b;
         if (c->stage <= 1 && c->extra != w16_lora)
-            tap_ok(p.ma.ghave && p.mb.ghave && p.ma.ghash == p.mb.ghash,
-                   "%s: the last step's gradients bitwise, -0.0 as +0.0 (hash %016llx, %016llx "
-                   "without; %ld -0.0 elements, %ld without)",
-                   what, (unsigned long long)p.ma.ghash, (unsigned long long)p.mb.ghash, p.ma.gneg0,
-                   p.mb.gneg0);
+            fresh_grads_check(&p, what);
         tap_ok(dm == 3 * vc4 && dg == 4 * vc4 && p.ma.memset_n == p.mb.memset_n && p.ma.gemm == p.mb.gemm &&
                    p.ma.bwds == p.mb.bwds && p.ma.h16 == p.mb.h16 &&
                    w16_same(&p, W16_SAME_ROUNDS | W16_SAME_W16 | W16_SAME_ACTS),
@@ -3009,6 +3037,62 @@ static void head_fresh(void) {
                "expected), %ld GEMMs and %ld matmul_bwd* (%ld, %ld without)",
                what, p.ma.memset_b, p.ma.memset_n, p.mb.memset_b, p.mb.memset_n, dm, 3 * vc4, p.ma.gemm_b,
                p.mb.gemm_b, dg, p.ma.gemm, p.ma.bwds, p.mb.gemm, p.mb.bwds);
+    }
+}
+
+/* ------------------------------------------------------------ a unit's fp32 copy in one launch
+ * With bf16 parameter storage, each unit's fp32 copy of its tensors other
+ * than the GEMM-only ones (shard.c make_view: the norms, the biases, the
+ * embeddings) made by one from_bf16_runs call (one k_from_bf16_runs
+ * launch) where it was a from_bf16 a run of adjacent tensors (GPT-2's
+ * block: 5 runs), against ZT_TEST_NO_WIDENRUNS=1.  Bitwise (the same
+ * widening): every loss and gradient norm over 4 steps, the stage 0-1
+ * gradient block.  The counts: the same bytes widened (k_from_bf16 and
+ * k_from_bf16_runs), k_from_bf16_runs launches (none without), fewer
+ * k_from_bf16 launches, and the launches differ by exactly that (F - R:
+ * F fewer k_from_bf16, R k_from_bf16_runs); every GEMM, the gathered
+ * parameters' peak and plan the same.  GPT-2 and Llama at stages 0 and 3
+ * (the gathered unit's copy), checkpointed, Gemma 2 (its four norms a
+ * block), a Mixture of Experts, LoRA's frozen base at stages 1 and 3.  Not
+ * taken (the same counts): the fp32 storage (bf16.enabled=false), QLoRA
+ * (the NF4 base's copies are dequantized, shard_nf4.c). */
+static void widen_runs(void) {
+    static const w16_kind kind = {4503599627370496ULL, " with and without a unit's fp32 copy in one launch",
+                                  "per-run widening's", NULL};
+    static const w16_kind same = {4503599627370496ULL,
+                                  " with and without a unit's fp32 copy in one launch (not taken)",
+                                  "per-run widening's", NULL};
+    static const char fp32[] = "bf16.enabled=false";
+    static const char moe[] = "ztrain.model.n_experts=4 ztrain.model.experts_per_token=2 "
+                              "ztrain.model.moe_intermediate_size=24";
+    static const w16_xname names[] = {{fp32, " fp32"}, {moe, " MoE"}, {NULL, NULL}};
+    /* (arg: 1 where taken) */
+    static const w16_case cases[] = {
+        {"gpt2:2,2,32,64,2,16", 0, NULL, 1},        {"gpt2:2,2,32,64,2,16", 3, w16_ck, 1},
+        {"gpt2:2,2,32,64,2,16", 1, w16_lora, 1},    {"gpt2:2,2,32,64,2,16", 0, fp32, 0},
+        {"llama:2,4,2,32,48,64,2,16", 0, NULL, 1},  {"llama:2,4,2,32,48,64,2,16,untied", 3, NULL, 1},
+        {"llama:2,4,2,32,48,64,2,16", 0, w16_gemma, 1}, {"llama:2,4,2,32,48,64,2,16", 0, moe, 1},
+        {"llama:2,4,2,32,48,64,2,16", 3, w16_lora, 1}, {"llama:2,4,2,32,48,64,2,16,untied", 1, fp32, 0},
+        {"llama:2,4,2,32,48,1024,2,16,untied", 0, w16_lnf4, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const w16_case *c = &cases[i];
+        w16_pair p;
+        char what[160];
+        if (!w16_case_run(&p, c->arg ? &kind : &same, c, 0, names, NULL, what, sizeof what)) continue;
+        const long f = p.mb.from16 - p.ma.from16, r = p.ma.wruns;
+        if (c->stage <= 1 && c->extra != w16_lora && c->extra != w16_lnf4 && c->extra != moe)
+            tap_ok(p.ma.ghave && p.mb.ghave && p.ma.ghash == p.mb.ghash,
+                   "%s: the last step's gradient block bitwise (hash %016llx, %016llx without)", what,
+                   (unsigned long long)p.ma.ghash, (unsigned long long)p.mb.ghash);
+        tap_ok((c->arg ? r > 0 && f > r : r == 0 && f == 0) && p.mb.wruns == 0 &&
+                   p.mb.launches - p.ma.launches == f - r && p.ma.widened == p.mb.widened &&
+                   p.ma.gemm == p.mb.gemm && w16_same(&p, W16_SAME_GATHERED | W16_SAME_ACTS),
+               "%s: %ld k_from_bf16_runs (%ld without), %ld k_from_bf16 (%ld without: %ld fewer), %ld "
+               "launches (%ld without: %ld fewer, %ld - %ld expected), %.0f bytes widened (%.0f without), "
+               "%ld GEMMs (%ld), the gathered parameters' peak %llu (%llu)",
+               what, r, p.mb.wruns, p.ma.from16, p.mb.from16, f, p.ma.launches, p.mb.launches,
+               p.mb.launches - p.ma.launches, f, r, p.ma.widened, p.mb.widened, p.ma.gemm, p.mb.gemm,
+               (unsigned long long)p.ma.peak, (unsigned long long)p.mb.peak);
     }
 }
 
@@ -6227,6 +6311,7 @@ int main(int argc, char **argv) {
     lora_lorapath();
     grad_fresh();
     head_fresh();
+    widen_runs();
     lora_gu16();
     branch16();
     moe16();

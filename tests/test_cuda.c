@@ -52,6 +52,7 @@
 #include "gpu.h"
 #include "nf4.h"
 #include "dw_fresh.h"
+#include "widen_runs.h"
 #include "step_entries.h"
 #include "table_gpt.h"
 #include "tap.h"
@@ -4611,6 +4612,7 @@ int main(void) {
     check_step_entries(gpu, selftest ? "cpu (self-test)" : "cuda");
     dw_fresh_checks(gpu, selftest ? "cpu (self-test)" : "cuda", 64, 48, 80);
     dw_fresh_checks(gpu, selftest ? "cpu (self-test)" : "cuda", 37, 29, 48);
+    widen_runs_checks(gpu, selftest ? "cpu (self-test)" : "cuda");
     no_error("the step's entries");
     test_conversions();
     test_nf4(1);

@@ -25,6 +25,7 @@
 
 #include "backend.h"
 #include "dw_fresh.h"
+#include "widen_runs.h"
 #include "step_entries.h"
 #include "tap.h"
 
@@ -1408,6 +1409,7 @@ int main(void) {
     check_step_entries(be, "cpu");
     dw_fresh_checks(be, "cpu", 37, 29, 48);
     dw_fresh_checks(be, "cpu", 300, 256, 64);
+    widen_runs_checks(be, "cpu");
     test_matmul_bf16();
     test_matmul_dinp_acc();
     test_matmul_fwd_acc();

@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "internal.h"
 #include "dw_fresh.h"
+#include "widen_runs.h"
 #include "step_entries.h"
 #include "tap.h"
 
@@ -589,6 +590,7 @@ int main(void) {
     /* the step's entries on device memory: bitwise the entries they replace */
     check_step_entries(S, "cpu-strict");
     dw_fresh_checks(S, "cpu-strict", 37, 29, 48);
+    widen_runs_checks(S, "cpu-strict");
     tap_ok(S->error() == NULL, "the step's entries: no misuse reported");
     return tap_done();
 }

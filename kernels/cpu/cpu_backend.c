@@ -1153,6 +1153,15 @@ static void cpu_adamw_multi(float *p, const float *grad, float *m, float *v, uin
 
 /* ------------------------------------------------------------ the table */
 
+/* from_bf16_runs (backend.h): from_bf16 run by run, placed one after the
+ * other */
+static void cpu_from_bf16_runs(float *out, const uint16_t *in, const size_t *off, const size_t *n, int nr) {
+    for (int r = 0; r < nr; ++r) {
+        if (n[r]) zt_cpu_from_bf16(out, in + off[r], n[r]);
+        out += n[r];
+    }
+}
+
 static const zt_backend cpu_backend = {
     .name = "cpu",
     .set_threads = cpu_set_threads,
@@ -1293,6 +1302,7 @@ static const zt_backend cpu_backend = {
     .rows_sum16 = zt_cpu_rows_sum16,
     .matmul_grouped_dw16 = cpu_matmul_grouped_dw16,
     .rows_gather_o16 = zt_cpu_rows_gather_o16,
+    .from_bf16_runs = cpu_from_bf16_runs,
 };
 
 const zt_backend *zt_backend_cpu(void) { return &cpu_backend; }

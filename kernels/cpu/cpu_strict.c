@@ -1319,6 +1319,18 @@ static void s_from_bf16(float *out, const uint16_t *in, size_t n) {
         cpu()->from_bf16(out, in, n);
     leave();
 }
+static void s_from_bf16_runs(float *out, const uint16_t *in, const size_t *off, const size_t *n, int nr) {
+    int ok = 1;
+    size_t all = 0;
+    enter();
+    for (int r = 0; r < nr; ++r) {
+        if (n[r]) NEED_DEV("from_bf16_runs", "in", in + off[r], n[r] * 2);
+        all += n[r];
+    }
+    if (all) NEED_DEV("from_bf16_runs", "out", out, all * F);
+    if (ok) cpu()->from_bf16_runs(out, in, off, n, nr);
+    leave();
+}
 static void s_to_f16(uint16_t *out, const float *in, size_t n) {
     enter();
     if (NEED_ALL("to_f16", {"out", out, n * 2}, {"in", in, n * F}))
@@ -1980,6 +1992,7 @@ static const zt_backend strict_backend = {
     .rows_sum16 = s_rows_sum16,
     .matmul_grouped_dw16 = s_matmul_grouped_dw16,
     .rows_gather_o16 = s_rows_gather_o16,
+    .from_bf16_runs = s_from_bf16_runs,
 };
 
 const zt_backend *zt_backend_cpu_strict(void) { return &strict_backend; }

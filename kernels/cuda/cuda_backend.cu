@@ -800,6 +800,52 @@ static void cuda_from_bf16(float *out, const uint16_t *in, size_t n) {
     k_from_bf16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
     ZT_LAUNCHED("k_from_bf16");
 }
+/* from_bf16_runs (backend.h): up to ZT_CUDA_WIDEN_RUNS runs a launch, each
+ * with zt_ew_blocks(n) blocks of its own (b0: the first block of each run,
+ * b0[nr] the grid), a grid-stride loop over the run as k_from_bf16's */
+struct zt_widen_tab {
+    const uint16_t *in[ZT_CUDA_WIDEN_RUNS];
+    float *out[ZT_CUDA_WIDEN_RUNS];
+    unsigned long long n[ZT_CUDA_WIDEN_RUNS];
+    unsigned b0[ZT_CUDA_WIDEN_RUNS + 1];
+    int nr;
+};
+static_assert(sizeof(zt_widen_tab) + 64 <= 4096, "kernel arguments within 4 KiB");
+__global__ void k_from_bf16_runs(zt_widen_tab t) {
+    int r = 0;   /* (the last run whose first block is at or before this one) */
+    while (r + 1 < t.nr && t.b0[r + 1] <= blockIdx.x) ++r;
+    const size_t nb = t.b0[r + 1] - t.b0[r], n = (size_t)t.n[r];
+    const uint16_t *in = t.in[r];
+    float *out = t.out[r];
+    for (size_t i = (blockIdx.x - t.b0[r]) * (size_t)blockDim.x + threadIdx.x; i < n; i += nb * blockDim.x)
+        out[i] = zt_cvt_bf16_to_f32(in[i]);
+}
+static bool widen_launch(zt_widen_tab &t, unsigned nb) {
+    t.b0[t.nr] = nb;
+    k_from_bf16_runs<<<nb, ZT_EW_THREADS, 0, zt_cu.stream>>>(t);
+    return ZT_LAUNCHED("k_from_bf16_runs");
+}
+static void cuda_from_bf16_runs(float *out, const uint16_t *in, const size_t *off, const size_t *n, int nr) {
+    zt_widen_tab t;
+    t.nr = 0;
+    unsigned nb = 0;
+    for (int r = 0; r < nr; ++r) {
+        if (!n[r]) continue;
+        if (t.nr == ZT_CUDA_WIDEN_RUNS) {
+            if (!widen_launch(t, nb)) return;
+            t.nr = 0;
+            nb = 0;
+        }
+        t.in[t.nr] = in + off[r];
+        t.out[t.nr] = out;
+        t.n[t.nr] = n[r];
+        t.b0[t.nr] = nb;
+        nb += zt_ew_blocks(n[r]);
+        t.nr++;
+        out += n[r];
+    }
+    if (t.nr) widen_launch(t, nb);
+}
 static void cuda_to_f16(uint16_t *out, const float *in, size_t n) {
     if (!n) return;
     k_to_f16<<<zt_ew_blocks(n), ZT_EW_THREADS, 0, zt_cu.stream>>>(out, in, n);
@@ -887,6 +933,7 @@ static void fill_table(zt_backend *t) {
     t->dropout = cuda_dropout;
     t->to_bf16 = zt_cuda_to_bf16;
     t->from_bf16 = cuda_from_bf16;
+    t->from_bf16_runs = cuda_from_bf16_runs;
     t->to_f16 = cuda_to_f16;
     t->from_f16 = cuda_from_f16;
     t->nonfinite = cuda_nonfinite;

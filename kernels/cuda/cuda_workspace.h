@@ -58,6 +58,9 @@ static inline size_t zt_cuda_ws_reduce(size_t n) {
  * run of at most ZT_CUDA_ADAMW_SEGS contiguous segments (kernel argument). */
 #define ZT_CUDA_RED_RANGES 128
 #define ZT_CUDA_ADAMW_SEGS 160
+/* from_bf16_runs: one k_from_bf16_runs launch per ZT_CUDA_WIDEN_RUNS
+ * non-empty runs (their table a kernel argument; no scratch) */
+#define ZT_CUDA_WIDEN_RUNS 64
 /* the partials of one launch of ranges: a double / count per block of each
  * range; the scratch request of a call is the largest launch's */
 static inline size_t zt_cuda_ws_reduce_ranges(const size_t *n, int nr) {

@@ -262,7 +262,7 @@ ZT_CUDA_DETERMINISTIC=0 PATOL=4.4e-5 group gptcudnn 1 tiny.json --cases none --c
 # step fewer (PER), the planner's device peak with k_qknorm_rope_bwd16's scratch; both runs with
 # ZT_TEST_NO_DOUT16N=1 (BOTH: with the bf16 gradient the q|k|v GEMM would write its input
 # gradient in bf16, one rounding more, not bitwise: tests/test_count's bf16_dout16n)
-do16() {  # [HOOK=VAR PER=N WHAT=S BOTH="VAR=V ..."] do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook
+do16() {  # [HOOK=VAR PER=N | FEWER=N WHAT=S BOTH="VAR=V ..."] do16 TAG DIR CONFIG ARGS...: runs in DIR (its c_train.bin), with and without the hook (FEWER: the launches fewer, else 4 L PER)
     local tag=$1 dir=$2 cfg=$3; shift 3
     local h r=0 la lb L why="" hk=${HOOK:-ZT_TEST_NO_DO16} per=${PER:-1} what=${WHAT:-k_sdpa_round}
     local both
@@ -295,11 +295,12 @@ PY
     la=$(launches "$dir/do16_${tag}_0.out")
     lb=$(launches "$dir/do16_${tag}_1.out")
     L=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ztrain"]["model"]["n_layer"])' "$SRC/configs/$cfg")
-    [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = $((4 * L * per)) ] || why="$why launches $la vs $lb, not $((4 * L * per)) fewer;"
+    local fewer=${FEWER:-$((4 * L * per))}
+    [ -n "$la" ] && [ -n "$lb" ] && [ $((lb - la)) = "$fewer" ] || why="$why launches $la vs $lb, not $fewer fewer;"
     # (the planner counts cuDNN's scratch without its dO buffer: the backend's device peak its prediction)
     why="$why$(peaks_why "$dir/do16_${tag}_")"
     [ -n "$why" ] && grep -hE '^ztrain: error|^attention:' "$dir/do16_${tag}_"*.out | sed 's/^/# /'
-    ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of $hk=1 (losses and gradient norms the same), launches $la ($lb with the hook: $((4 * L * per)) fewer, $what)${why:+: $why}"
+    ok "$([ -z "$why" ]; echo $?)" "do16 $tag: after 4 steps parameters and AdamW moments bitwise those of $hk=1 (losses and gradient norms the same), launches $la ($lb with the hook: $fewer fewer, $what)${why:+: $why}"
 }
 G=$W/gpt1; [ -d "$G" ] || G=$W/gpt
 do16 gpt2 "$G" tiny.json
@@ -337,6 +338,16 @@ HOOK=ZT_TEST_NO_HEADFRESH PER=0 WHAT="the same kernels: one memset's bytes fewer
     do16 headfresh "$G" tiny.json --micro-batch 4 --grad-accum 2
 HOOK=ZT_TEST_NO_HEADFRESH PER=0 WHAT="the same kernels: one memset's bytes fewer a step" \
     do16 headfreshl "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
+# ---- a unit's fp32 copy of its tensors other than the GEMM-only ones in one launch (backend.h
+# from_bf16_runs, k_from_bf16_runs; precision.h zt_widen_runs_of), against ZT_TEST_NO_WIDENRUNS=1
+# (a k_from_bf16 a run of adjacent tensors): bitwise, each run's device peak the planner's; a
+# block's copy in each pass (a step's forward and backward, and the final evaluation's forward:
+# 9 passes of 2 blocks) one launch for GPT-2's 5 runs (ln_1, the q|k|v bias, the projection's
+# bias with ln_2, fc's bias, the projection's bias: 4 fewer) and for Llama's 2 (its two norms)
+HOOK=ZT_TEST_NO_WIDENRUNS FEWER=72 WHAT="9 passes x 2 blocks x 4: a block's 5 k_from_bf16 for a k_from_bf16_runs" \
+    do16 widenruns "$G" tiny.json
+HOOK=ZT_TEST_NO_WIDENRUNS FEWER=18 WHAT="9 passes x 2 blocks x 1: a block's 2 k_from_bf16 for a k_from_bf16_runs" \
+    do16 widenrunsl "$W/attcudnn" llama-tiny.json --ztrain.seq_len 64
 # ---- GPT-2's norms' output gradient in bf16 (config.h ZT_W16_GPTN16): fc's and q|k|v's GEMMs
 # writing their input gradient in bf16 (matmul_bwd_o16; q|k|v's on cuDNN's bf16 dQ|dK|dV) and
 # ln_2's / ln_1's backward reading it (layernorm_bwd16d), bf16 at stage 1, checkpointed, 2
